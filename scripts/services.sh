@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Install (if missing) and start what the tests need on loopback: PostgreSQL, and the Python
+# tools the later suites use (the SQS emulator, the template linter). Idempotent.
+set -euo pipefail
+
+export PGURL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+
+pg_up() { pg_isready -h 127.0.0.1 -p 5432 -q 2>/dev/null; }
+
+if ! command -v pg_ctlcluster >/dev/null 2>&1 && ! command -v pg_isready >/dev/null 2>&1; then
+  echo "installing PostgreSQL"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql >/dev/null
+fi
+
+if ! pg_up; then
+  echo "starting PostgreSQL"
+  version=$(ls /etc/postgresql | sort -V | tail -n 1)
+  pg_ctlcluster --skip-systemctl-redirect "$version" main start || true
+  for _ in $(seq 1 30); do pg_up && break; sleep 1; done
+fi
+pg_up || { echo "PostgreSQL is not reachable at 127.0.0.1:5432" >&2; exit 1; }
+
+# Tests connect as postgres over TCP without a password (trust), as on these machines.
+if ! psql "$PGURL" -qtAc 'select 1' >/dev/null 2>&1; then
+  echo "PostgreSQL refuses $PGURL; allowing trust auth on loopback"
+  hba=$(ls /etc/postgresql/*/main/pg_hba.conf | head -n 1)
+  sed -i '1i host all all 127.0.0.1/32 trust\nhost all all ::1/128 trust' "$hba"
+  version=$(ls /etc/postgresql | sort -V | tail -n 1)
+  pg_ctlcluster --skip-systemctl-redirect "$version" main reload
+fi
+echo "PostgreSQL ready"

@@ -1,0 +1,23 @@
+//! Test support shared by every integration test (and by the local demo): per-test Postgres
+//! databases and a faithful fake GitHub.
+
+pub mod db;
+
+use std::sync::Once;
+
+/// Show logs when `TEST_LOG=1` (captured per test by the test runner).
+pub fn init_logging() {
+    static INIT: Once = Once::new();
+    INIT.call_once(|| {
+        if std::env::var("TEST_LOG").is_ok_and(|v| v == "1") {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                        tracing_subscriber::EnvFilter::new("debug,sqlx=warn,hyper=warn")
+                    }),
+                )
+                .with_test_writer()
+                .try_init();
+        }
+    });
+}

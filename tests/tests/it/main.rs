@@ -1,0 +1,3 @@
+//! The one integration-test binary: real Postgres, the fake GitHub, the SQS emulator.
+
+mod migrations;

@@ -1,0 +1,96 @@
+use syncplane_tests::db::TestDb;
+
+#[tokio::test]
+async fn migrations_apply_to_an_empty_database_and_twice_is_a_no_op() {
+    let db = TestDb::empty().await;
+    shared::db::migrate(&db.pool)
+        .await
+        .expect("first run applies");
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations WHERE success")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(applied as usize, shared::db::MIGRATOR.iter().count());
+    shared::db::migrate(&db.pool)
+        .await
+        .expect("second run is a no-op");
+    let again: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(again, applied, "no migration ran twice");
+    for table in [
+        "repos",
+        "documents",
+        "readmes",
+        "code_owners",
+        "sync_runs",
+        "scheduler_state",
+    ] {
+        let exists: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+            .bind(table)
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+        assert!(exists, "table {table} exists");
+    }
+}
+
+#[tokio::test]
+async fn schema_keeps_bad_states_out() {
+    let db = TestDb::new().await;
+    let repo_id: i64 = sqlx::query_scalar(
+        "INSERT INTO repos (github_id, owner, name) VALUES (1, 'acme', 'docs') RETURNING id",
+    )
+    .fetch_one(&db.pool)
+    .await
+    .unwrap();
+    let doc = "INSERT INTO documents (repo_id, path, blob_sha, size_bytes, title, body)
+               VALUES ($1, $2, repeat('a', 40), 1, 't', 'b')";
+    sqlx::query(doc)
+        .bind(repo_id)
+        .bind("docs/a.md")
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    assert!(
+        sqlx::query(doc)
+            .bind(repo_id)
+            .bind("docs/a.md")
+            .execute(&db.pool)
+            .await
+            .is_err(),
+        "paths are unique per repository"
+    );
+    assert!(
+        sqlx::query("UPDATE repos SET sync_status = 'broken'")
+            .execute(&db.pool)
+            .await
+            .is_err(),
+        "sync_status is a checked enum"
+    );
+    assert!(
+        sqlx::query("UPDATE repos SET sync_status = 'error'")
+            .execute(&db.pool)
+            .await
+            .is_err(),
+        "an error always carries its fixed message"
+    );
+    assert!(
+        sqlx::query("INSERT INTO sync_runs (trigger, lock_key) VALUES ('cron', 1)")
+            .execute(&db.pool)
+            .await
+            .is_err(),
+        "trigger is a checked enum"
+    );
+    sqlx::query("DELETE FROM repos WHERE id = $1")
+        .bind(repo_id)
+        .execute(&db.pool)
+        .await
+        .unwrap();
+    let left: i64 = sqlx::query_scalar("SELECT count(*) FROM documents")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(left, 0, "deleting a repository cascades to its documents");
+}
