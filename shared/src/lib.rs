@@ -4,5 +4,6 @@
 pub mod config;
 pub mod db;
 pub mod envelope;
+pub mod github;
 pub mod status;
 pub mod telemetry;

@@ -1,0 +1,704 @@
+//! `GithubClient`: one GitHub App installation, spoken to over GitHub's REST API.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use chrono::Utc;
+use http::header::{ACCEPT, AUTHORIZATION, ETAG, HeaderValue, IF_NONE_MATCH, LINK};
+use http::{HeaderMap, Method, StatusCode};
+use serde::de::DeserializeOwned;
+use tokio::sync::watch;
+use tracing::{debug, info, warn};
+use url::Url;
+
+use super::error::{AuthKind, Failure, GithubError, classify, from_transport};
+use super::jwt::AppSigner;
+use super::model::{
+    HeadCheck, Installation, RawAccessToken, RawBranch, RawInstallation, RawInstallationRepos,
+    RawRepo, RepoInfo, Tree, git_blob_sha,
+};
+use super::pagination::next_link;
+use super::rate_limit::{Decision, RateLimit, RateLimitHit, decide};
+use super::token::{CachedToken, DEFAULT_REFRESH_MARGIN, TokenSlot};
+use crate::config::{GithubAppConfig, Secret};
+
+const JSON: &str = "application/vnd.github+json";
+const RAW: &str = "application/vnd.github.raw+json";
+const API_VERSION: &str = "2022-11-28";
+
+/// Tunables; the defaults suit production, tests shorten them.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// Whole request, body included.
+    pub request_timeout: Duration,
+    pub connect_timeout: Duration,
+    /// Renew the installation token when less than this remains of its life.
+    pub token_refresh_margin: Duration,
+    /// Page size of the installation listing (GitHub caps it at 100).
+    pub per_page: u32,
+    /// A listing longer than this many pages is refused as `Decode` (a server looping on `next`).
+    pub max_pages: u32,
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        Self {
+            request_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            token_refresh_margin: DEFAULT_REFRESH_MARGIN,
+            per_page: 100,
+            max_pages: 1000,
+        }
+    }
+}
+
+/// One GitHub App installation. Cheap to clone; clones share the token, counters and abort flag.
+#[derive(Clone)]
+pub struct GithubClient {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    http: reqwest::Client,
+    base: Url,
+    installation_id: u64,
+    signer: AppSigner,
+    rate_limit_budget: Duration,
+    options: ClientOptions,
+    token: TokenSlot,
+    token_generation: AtomicU64,
+    requests: AtomicU64,
+    bytes: AtomicU64,
+    last_rate_limit: std::sync::Mutex<Option<RateLimit>>,
+    aborted: watch::Sender<bool>,
+}
+
+impl std::fmt::Debug for GithubClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GithubClient")
+            .field("base", &self.inner.base.as_str())
+            .field("installation_id", &self.inner.installation_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One request to make (the credential is added per attempt).
+struct Call {
+    method: Method,
+    url: Url,
+    accept: &'static str,
+    if_none_match: Option<String>,
+    /// Non-2xx statuses the caller interprets itself (304 on a conditional request, 409 on
+    /// the commits of an empty repository).
+    passthrough: &'static [u16],
+}
+
+impl Call {
+    fn get(url: Url) -> Self {
+        Self {
+            method: Method::GET,
+            url,
+            accept: JSON,
+            if_none_match: None,
+            passthrough: &[],
+        }
+    }
+}
+
+/// An answer whose body has been read.
+struct Reply {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Bytes,
+}
+
+/// Rate-limit waits already taken by one call.
+#[derive(Default)]
+struct Waits {
+    waited: Duration,
+    count: u32,
+}
+
+impl GithubClient {
+    pub fn new(config: &GithubAppConfig) -> Result<Self, GithubError> {
+        Self::with_options(config, ClientOptions::default())
+    }
+
+    pub fn with_options(
+        config: &GithubAppConfig,
+        options: ClientOptions,
+    ) -> Result<Self, GithubError> {
+        let signer = AppSigner::new(config.app_id, config.private_key_pem.expose())?;
+        let mut defaults = HeaderMap::new();
+        defaults.insert(ACCEPT, HeaderValue::from_static(JSON));
+        defaults.insert(
+            "x-github-api-version",
+            HeaderValue::from_static(API_VERSION),
+        );
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("syncplane/", env!("CARGO_PKG_VERSION")))
+            .default_headers(defaults)
+            .timeout(options.request_timeout)
+            .connect_timeout(options.connect_timeout)
+            .build()
+            .map_err(|e| {
+                warn!(error = %e, "cannot build the GitHub HTTP client");
+                GithubError::Transport
+            })?;
+        let mut base = config.api_url.clone();
+        base.set_query(None);
+        base.set_fragment(None);
+        if base.cannot_be_a_base() {
+            return Err(GithubError::Transport);
+        }
+        let (aborted, _) = watch::channel(false);
+        Ok(Self {
+            inner: Arc::new(Inner {
+                http,
+                base,
+                installation_id: config.installation_id,
+                signer,
+                rate_limit_budget: Duration::from_secs(config.rate_limit_wait_budget_secs),
+                options,
+                token: TokenSlot::default(),
+                token_generation: AtomicU64::new(0),
+                requests: AtomicU64::new(0),
+                bytes: AtomicU64::new(0),
+                last_rate_limit: std::sync::Mutex::new(None),
+                aborted,
+            }),
+        })
+    }
+
+    /// `GET /app/installations/{id}` with the App JWT. A suspended installation is returned with
+    /// `suspended: true` (see `Installation::require_active`); a deleted one is
+    /// `InstallationUnavailable`.
+    pub async fn installation(&self) -> Result<Installation, GithubError> {
+        self.abortable(async {
+            let id = self.inner.installation_id.to_string();
+            let url = self.endpoint(&["app", "installations", &id])?;
+            let reply = self.app_call(&Call::get(url)).await?;
+            expect_status(&reply, StatusCode::OK)?;
+            let raw: RawInstallation = decode(&reply.body)?;
+            Ok(Installation {
+                id: raw.id,
+                account: raw.account.map(|a| a.login).unwrap_or_default(),
+                suspended: raw.suspended_at.is_some(),
+            })
+        })
+        .await
+    }
+
+    /// Every repository the installation can access, following `Link: rel="next"` to the end.
+    pub async fn list_installation_repos(&self) -> Result<Vec<RepoInfo>, GithubError> {
+        self.abortable(async {
+            let mut url = self.endpoint(&["installation", "repositories"])?;
+            url.query_pairs_mut()
+                .append_pair("per_page", &self.inner.options.per_page.to_string());
+            let mut repos = Vec::new();
+            let mut pages = 0u32;
+            loop {
+                pages += 1;
+                if pages > self.inner.options.max_pages {
+                    warn!(pages, "installation listing did not end");
+                    return Err(GithubError::Decode);
+                }
+                let reply = self.installation_call(&Call::get(url.clone())).await?;
+                expect_status(&reply, StatusCode::OK)?;
+                let page: RawInstallationRepos = decode(&reply.body)?;
+                repos.extend(page.repositories.into_iter().map(RepoInfo::from));
+                let next = reply
+                    .headers
+                    .get(LINK)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(next_link);
+                match next {
+                    None => return Ok(repos),
+                    Some(next) => url = self.same_origin(&next, &url)?,
+                }
+            }
+        })
+        .await
+    }
+
+    pub async fn repo(&self, owner: &str, name: &str) -> Result<RepoInfo, GithubError> {
+        self.abortable(async {
+            let url = self.endpoint(&["repos", owner, name])?;
+            let reply = self.installation_call(&Call::get(url)).await?;
+            expect_status(&reply, StatusCode::OK)?;
+            let raw: RawRepo = decode(&reply.body)?;
+            Ok(RepoInfo::from(raw))
+        })
+        .await
+    }
+
+    /// The branch head, conditional on `etag`: a 304 (which costs no rate limit) is
+    /// `HeadCheck::NotModified`.
+    pub async fn branch_head(
+        &self,
+        owner: &str,
+        name: &str,
+        branch: &str,
+        etag: Option<&str>,
+    ) -> Result<HeadCheck, GithubError> {
+        self.abortable(async {
+            // A branch name may contain '/': each part is its own path segment.
+            let mut segments = vec!["repos", owner, name, "branches"];
+            segments.extend(branch.split('/'));
+            let url = self.endpoint(&segments)?;
+            let call = Call {
+                if_none_match: etag.map(str::to_owned),
+                passthrough: if etag.is_some() { &[304] } else { &[] },
+                ..Call::get(url)
+            };
+            let reply = self.installation_call(&call).await?;
+            if reply.status == StatusCode::NOT_MODIFIED {
+                return Ok(HeadCheck::NotModified);
+            }
+            expect_status(&reply, StatusCode::OK)?;
+            let raw: RawBranch = decode(&reply.body)?;
+            Ok(HeadCheck::Head {
+                commit_sha: raw.commit.sha,
+                tree_sha: raw.commit.commit.tree.sha,
+                etag: reply
+                    .headers
+                    .get(ETAG)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned),
+            })
+        })
+        .await
+    }
+
+    /// Whether the repository has no commits at all (GitHub answers 409 for its commits), which
+    /// tells an empty repository from a missing branch.
+    pub async fn is_empty_repository(&self, owner: &str, name: &str) -> Result<bool, GithubError> {
+        self.abortable(async {
+            let mut url = self.endpoint(&["repos", owner, name, "commits"])?;
+            url.query_pairs_mut().append_pair("per_page", "1");
+            let call = Call {
+                passthrough: &[409],
+                ..Call::get(url)
+            };
+            let reply = self.installation_call(&call).await?;
+            if reply.status == StatusCode::CONFLICT {
+                return Ok(true);
+            }
+            expect_status(&reply, StatusCode::OK)?;
+            Ok(false)
+        })
+        .await
+    }
+
+    /// The recursive tree, with GitHub's `truncated` flag.
+    pub async fn tree(&self, owner: &str, name: &str, tree_sha: &str) -> Result<Tree, GithubError> {
+        self.abortable(async {
+            let mut url = self.endpoint(&["repos", owner, name, "git", "trees", tree_sha])?;
+            url.query_pairs_mut().append_pair("recursive", "1");
+            let reply = self.installation_call(&Call::get(url)).await?;
+            expect_status(&reply, StatusCode::OK)?;
+            Tree::try_from(decode::<super::model::RawTree>(&reply.body)?)
+        })
+        .await
+    }
+
+    /// A blob's raw bytes, checked against the requested SHA (a mismatch is `Decode`).
+    pub async fn blob(&self, owner: &str, name: &str, sha: &str) -> Result<Bytes, GithubError> {
+        self.abortable(async {
+            let url = self.endpoint(&["repos", owner, name, "git", "blobs", sha])?;
+            let call = Call {
+                accept: RAW,
+                ..Call::get(url)
+            };
+            let reply = self.installation_call(&call).await?;
+            expect_status(&reply, StatusCode::OK)?;
+            if !git_blob_sha(&reply.body).eq_ignore_ascii_case(sha) {
+                warn!(
+                    repo = %format!("{owner}/{name}"),
+                    sha,
+                    bytes = reply.body.len(),
+                    "blob bytes do not hash to the requested sha"
+                );
+                return Err(GithubError::Decode);
+            }
+            Ok(reply.body)
+        })
+        .await
+    }
+
+    /// HTTP requests sent by this client (and its clones), token exchanges included.
+    pub fn requests_made(&self) -> u64 {
+        self.inner.requests.load(Ordering::Relaxed)
+    }
+
+    /// Body bytes received (after content decoding).
+    pub fn bytes_received(&self) -> u64 {
+        self.inner.bytes.load(Ordering::Relaxed)
+    }
+
+    /// The last rate-limit headers seen.
+    pub fn rate_limit(&self) -> Option<RateLimit> {
+        self.inner
+            .last_rate_limit
+            .lock()
+            .map(|g| g.clone())
+            .unwrap_or(None)
+    }
+
+    /// Every pending and later call fails with `GithubError::Aborted`.
+    pub fn abort(&self) {
+        self.inner.aborted.send_replace(true);
+    }
+
+    pub fn is_aborted(&self) -> bool {
+        *self.inner.aborted.borrow()
+    }
+
+    // -----------------------------------------------------------------------------------------
+
+    /// Race `work` against the abort flag.
+    async fn abortable<T>(
+        &self,
+        work: impl Future<Output = Result<T, GithubError>>,
+    ) -> Result<T, GithubError> {
+        let mut flag = self.inner.aborted.subscribe();
+        if *flag.borrow_and_update() {
+            return Err(GithubError::Aborted);
+        }
+        tokio::select! {
+            biased;
+            // The sender lives in `self`, so `wait_for` only returns once the flag is set.
+            _ = flag.wait_for(|aborted| *aborted) => Err(GithubError::Aborted),
+            result = work => result,
+        }
+    }
+
+    /// `base` + segments, whether or not the base ends in '/' or has a path prefix
+    /// (GitHub Enterprise's `/api/v3`). Segments are percent-encoded.
+    fn endpoint(&self, segments: &[&str]) -> Result<Url, GithubError> {
+        // No GitHub owner, repository, branch part or SHA is empty, "." or "..": such a name
+        // cannot exist, and must not navigate the path.
+        if segments
+            .iter()
+            .any(|s| s.is_empty() || *s == "." || *s == "..")
+        {
+            return Err(GithubError::NotFound);
+        }
+        let mut url = self.inner.base.clone();
+        {
+            let mut path = url
+                .path_segments_mut()
+                .map_err(|_| GithubError::Transport)?;
+            path.pop_if_empty();
+            path.extend(segments);
+        }
+        Ok(url)
+    }
+
+    /// A `rel="next"` target, accepted only on the API's own origin: the installation token
+    /// must never be sent elsewhere.
+    fn same_origin(&self, next: &str, current: &Url) -> Result<Url, GithubError> {
+        let next = current.join(next).map_err(|_| GithubError::Decode)?;
+        if next.origin() != self.inner.base.origin() || &next == current {
+            warn!(next = %next.path(), "refusing a pagination link off the API origin or looping");
+            return Err(GithubError::Decode);
+        }
+        Ok(next)
+    }
+
+    /// A call authenticated with the App JWT, rate limits waited out within the budget.
+    async fn app_call(&self, call: &Call) -> Result<Reply, GithubError> {
+        let mut waits = Waits::default();
+        loop {
+            let jwt = Secret::new(self.inner.signer.sign()?);
+            let reply = self
+                .send_once(call, &format!("Bearer {}", jwt.expose()))
+                .await?;
+            if is_pass(call, reply.status) {
+                return Ok(reply);
+            }
+            match self.classify(&reply, AuthKind::App) {
+                Failure::RateLimit(hit) => self.wait_out(&hit, &mut waits).await?,
+                Failure::TokenRefused => return Err(GithubError::BadCredentials),
+                Failure::Error(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A call authenticated with the installation token: rate limits waited out within the
+    /// budget; a refused token is exchanged afresh once, then `Unauthorized`.
+    async fn installation_call(&self, call: &Call) -> Result<Reply, GithubError> {
+        let mut waits = Waits::default();
+        let mut exchanged_after_refusal = false;
+        loop {
+            let token = self.installation_token().await?;
+            let reply = self
+                .send_once(call, &format!("token {}", token.value.expose()))
+                .await?;
+            if is_pass(call, reply.status) {
+                return Ok(reply);
+            }
+            match self.classify(&reply, AuthKind::Installation) {
+                Failure::RateLimit(hit) => self.wait_out(&hit, &mut waits).await?,
+                Failure::TokenRefused if !exchanged_after_refusal => {
+                    info!("installation token refused; exchanging a fresh one");
+                    self.forget_token(token.generation).await;
+                    exchanged_after_refusal = true;
+                }
+                Failure::TokenRefused => return Err(GithubError::Unauthorized),
+                Failure::Error(e) => return Err(e),
+            }
+        }
+    }
+
+    fn classify(&self, reply: &Reply, auth: AuthKind) -> Failure {
+        classify(reply.status, &reply.headers, &reply.body, auth, Utc::now())
+    }
+
+    /// Sleep through a rate limit when it fits the budget; otherwise fail with the retry time.
+    async fn wait_out(&self, hit: &RateLimitHit, waits: &mut Waits) -> Result<(), GithubError> {
+        match decide(hit, waits.waited, waits.count, self.inner.rate_limit_budget) {
+            Decision::Wait(wait) => {
+                info!(
+                    wait_ms = wait.as_millis() as u64,
+                    secondary = hit.secondary,
+                    "waiting out a GitHub rate limit"
+                );
+                tokio::time::sleep(wait).await;
+                waits.waited += wait;
+                waits.count += 1;
+                Ok(())
+            }
+            Decision::Fail => {
+                warn!(
+                    retry_at = %hit.retry_at,
+                    secondary = hit.secondary,
+                    "GitHub rate limit exhausted beyond the wait budget"
+                );
+                Err(GithubError::RateLimited {
+                    retry_at: hit.retry_at,
+                    secondary: hit.secondary,
+                })
+            }
+        }
+    }
+
+    /// The cached installation token, exchanged when missing or near expiry. Concurrent callers
+    /// share one exchange (the slot's lock is held across it).
+    async fn installation_token(&self) -> Result<CachedToken, GithubError> {
+        let mut slot = self.inner.token.slot.lock().await;
+        if let Some(token) = slot.as_ref()
+            && !token.needs_renewal(Utc::now(), self.inner.options.token_refresh_margin)
+        {
+            return Ok(token.clone());
+        }
+        let fresh = self.exchange_token().await?;
+        *slot = Some(fresh.clone());
+        Ok(fresh)
+    }
+
+    /// Drop the cached token if it is still the one that was refused.
+    async fn forget_token(&self, generation: u64) {
+        let mut slot = self.inner.token.slot.lock().await;
+        if slot.as_ref().is_some_and(|t| t.generation == generation) {
+            *slot = None;
+        }
+    }
+
+    /// `POST /app/installations/{id}/access_tokens` with the App JWT.
+    async fn exchange_token(&self) -> Result<CachedToken, GithubError> {
+        let id = self.inner.installation_id.to_string();
+        let url = self.endpoint(&["app", "installations", &id, "access_tokens"])?;
+        let call = Call {
+            method: Method::POST,
+            ..Call::get(url)
+        };
+        let reply = self.app_call(&call).await?;
+        expect_status(&reply, StatusCode::CREATED)?;
+        let raw: RawAccessToken = decode(&reply.body)?;
+        let generation = self.inner.token_generation.fetch_add(1, Ordering::Relaxed) + 1;
+        debug!(expires_at = %raw.expires_at, generation, "installation token exchanged");
+        Ok(CachedToken {
+            value: Secret::new(raw.token),
+            expires_at: raw.expires_at,
+            generation,
+        })
+    }
+
+    /// One HTTP round trip: counts it, reads the body, records the rate-limit headers.
+    async fn send_once(&self, call: &Call, authorization: &str) -> Result<Reply, GithubError> {
+        let mut auth = HeaderValue::from_str(authorization).map_err(|_| GithubError::Decode)?;
+        auth.set_sensitive(true);
+        let mut request = self
+            .inner
+            .http
+            .request(call.method.clone(), call.url.clone())
+            .header(AUTHORIZATION, auth)
+            .header(ACCEPT, call.accept);
+        if let Some(etag) = &call.if_none_match {
+            request = request.header(IF_NONE_MATCH, etag.as_str());
+        }
+        if call.method == Method::POST {
+            // An explicit empty body, so the request carries `Content-Length: 0`.
+            request = request.body(Vec::<u8>::new());
+        }
+
+        self.inner.requests.fetch_add(1, Ordering::Relaxed);
+        let response = request.send().await.map_err(|e| {
+            debug!(method = %call.method, path = call.url.path(), error = %e, "GitHub request failed");
+            from_transport(&e)
+        })?;
+        let status = response.status();
+        let headers = response.headers().clone();
+        let snapshot = RateLimit::from_headers(&headers);
+        if let Some(snap) = &snapshot
+            && let Ok(mut last) = self.inner.last_rate_limit.lock()
+        {
+            *last = Some(snap.clone());
+        }
+        let body = response.bytes().await.map_err(|e| {
+            debug!(method = %call.method, path = call.url.path(), error = %e, "GitHub body broke off");
+            from_transport(&e)
+        })?;
+        self.inner
+            .bytes
+            .fetch_add(body.len() as u64, Ordering::Relaxed);
+        debug!(
+            method = %call.method,
+            path = call.url.path(),
+            status = status.as_u16(),
+            rate_remaining = snapshot.as_ref().map(|s| s.remaining),
+            "GitHub request"
+        );
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
+    }
+}
+
+fn is_pass(call: &Call, status: StatusCode) -> bool {
+    status.is_success() || call.passthrough.contains(&status.as_u16())
+}
+
+/// The documented success status; any other is unexpected.
+fn expect_status(reply: &Reply, expected: StatusCode) -> Result<(), GithubError> {
+    if reply.status == expected {
+        Ok(())
+    } else {
+        Err(GithubError::Unexpected {
+            status: reply.status.as_u16(),
+        })
+    }
+}
+
+fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, GithubError> {
+    serde_json::from_slice(body).map_err(|e| {
+        debug!(error = %e, "GitHub body not as documented");
+        GithubError::Decode
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(api_url: &str) -> GithubClient {
+        let pem = std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/keys/app.pem"
+        ))
+        .unwrap();
+        GithubClient::new(&GithubAppConfig {
+            api_url: Url::parse(api_url).unwrap(),
+            app_id: 1,
+            private_key_pem: Secret::new(pem),
+            installation_id: 7,
+            rate_limit_wait_budget_secs: 60,
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn paths_join_onto_the_base_with_or_without_a_trailing_slash_or_prefix() {
+        for (base, expected) in [
+            ("https://api.github.com", "https://api.github.com/repos/o/r"),
+            (
+                "https://api.github.com/",
+                "https://api.github.com/repos/o/r",
+            ),
+            (
+                "https://ghe.example.com/api/v3",
+                "https://ghe.example.com/api/v3/repos/o/r",
+            ),
+            (
+                "https://ghe.example.com/api/v3/",
+                "https://ghe.example.com/api/v3/repos/o/r",
+            ),
+        ] {
+            assert_eq!(
+                client(base)
+                    .endpoint(&["repos", "o", "r"])
+                    .unwrap()
+                    .as_str(),
+                expected
+            );
+        }
+    }
+
+    #[test]
+    fn path_parts_are_encoded_and_cannot_navigate() {
+        let c = client("https://ghe.example.com/api/v3/");
+        let url = c
+            .endpoint(&["repos", "o", "r", "branches", "feature", "a b#c"])
+            .unwrap();
+        assert_eq!(
+            url.as_str(),
+            "https://ghe.example.com/api/v3/repos/o/r/branches/feature/a%20b%23c"
+        );
+        assert_eq!(
+            c.endpoint(&["repos", "..", "r"]).unwrap_err(),
+            GithubError::NotFound
+        );
+        assert_eq!(
+            c.endpoint(&["repos", "o", ""]).unwrap_err(),
+            GithubError::NotFound
+        );
+    }
+
+    #[test]
+    fn pagination_links_stay_on_the_api_origin() {
+        let c = client("https://ghe.example.com/api/v3");
+        let current =
+            Url::parse("https://ghe.example.com/api/v3/installation/repositories?page=1").unwrap();
+        assert!(
+            c.same_origin(
+                "https://ghe.example.com/api/v3/installation/repositories?page=2",
+                &current
+            )
+            .is_ok()
+        );
+        assert_eq!(
+            c.same_origin("https://evil.example.com/steal?page=2", &current)
+                .unwrap_err(),
+            GithubError::Decode
+        );
+        assert_eq!(
+            c.same_origin(current.as_str(), &current).unwrap_err(),
+            GithubError::Decode,
+            "a next link to the same page would loop"
+        );
+    }
+
+    #[tokio::test]
+    async fn an_aborted_client_fails_every_call_without_a_request() {
+        let c = client("http://127.0.0.1:9");
+        c.abort();
+        assert_eq!(c.repo("o", "r").await.unwrap_err(), GithubError::Aborted);
+        assert_eq!(c.installation().await.unwrap_err(), GithubError::Aborted);
+        assert_eq!(c.requests_made(), 0);
+    }
+}

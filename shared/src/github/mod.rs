@@ -1,0 +1,21 @@
+//! The GitHub App client: App JWT, installation token (cached, single-flight, renewed before
+//! expiry), rate limits waited out within a budget, and the few REST endpoints the sync engine
+//! reads. Errors are typed so the engine can tell a run-stopping failure from a per-repository one
+//! (spec "Failure handling").
+//!
+//! Secrets (the key, JWTs, installation tokens) never reach a log line or `Debug` output; requests
+//! are logged at debug with method, path, status and the remaining rate limit.
+
+mod client;
+mod error;
+mod jwt;
+mod model;
+mod pagination;
+mod rate_limit;
+mod token;
+
+pub use client::{ClientOptions, GithubClient};
+pub use error::GithubError;
+pub use model::{EntryKind, HeadCheck, Installation, RepoInfo, Tree, TreeEntry, git_blob_sha};
+pub use rate_limit::RateLimit;
+pub use token::DEFAULT_REFRESH_MARGIN;
