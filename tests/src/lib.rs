@@ -2,6 +2,7 @@
 //! databases and a faithful fake GitHub.
 
 pub mod db;
+pub mod fake_github;
 
 use std::sync::Once;
 
