@@ -17,7 +17,7 @@ use super::error::{AuthKind, Failure, GithubError, classify, from_transport};
 use super::jwt::AppSigner;
 use super::model::{
     HeadCheck, Installation, RawAccessToken, RawBranch, RawInstallation, RawInstallationRepos,
-    RawRepo, RepoInfo, Tree, git_blob_sha,
+    RawRepo, RepoInfo, Tree, verify_blob,
 };
 use super::pagination::next_link;
 use super::rate_limit::{Decision, RateLimit, RateLimitHit, decide};
@@ -314,15 +314,14 @@ impl GithubClient {
             };
             let reply = self.installation_call(&call).await?;
             expect_status(&reply, StatusCode::OK)?;
-            if !git_blob_sha(&reply.body).eq_ignore_ascii_case(sha) {
+            verify_blob(sha, &reply.body).inspect_err(|_| {
                 warn!(
                     repo = %format!("{owner}/{name}"),
                     sha,
                     bytes = reply.body.len(),
                     "blob bytes do not hash to the requested sha"
                 );
-                return Err(GithubError::Decode);
-            }
+            })?;
             Ok(reply.body)
         })
         .await

@@ -94,6 +94,15 @@ pub fn git_blob_sha(content: &[u8]) -> String {
     hex::encode(hasher.finalize())
 }
 
+/// Integrity: the bytes GitHub sent must be the blob that was asked for.
+pub(crate) fn verify_blob(requested_sha: &str, content: &[u8]) -> Result<(), GithubError> {
+    if git_blob_sha(content).eq_ignore_ascii_case(requested_sha) {
+        Ok(())
+    } else {
+        Err(GithubError::Decode)
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Documented GitHub shapes (only the fields used).
 
@@ -234,6 +243,14 @@ mod tests {
             git_blob_sha(b""),
             "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391"
         );
+    }
+
+    #[test]
+    fn a_blob_whose_bytes_do_not_hash_to_the_requested_sha_is_refused() {
+        let sha = git_blob_sha(b"# Title\n");
+        assert_eq!(verify_blob(&sha, b"# Title\n"), Ok(()));
+        assert_eq!(verify_blob(&sha.to_uppercase(), b"# Title\n"), Ok(()));
+        assert_eq!(verify_blob(&sha, b"# Tampered\n"), Err(GithubError::Decode));
     }
 
     #[test]
