@@ -692,6 +692,52 @@ mod tests {
         );
     }
 
+    /// Accepts one connection, records the request head, answers `body` with 200.
+    async fn capture_one(body: &'static str) -> (String, tokio::task::JoinHandle<String>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut head = Vec::new();
+            let mut buf = [0u8; 1024];
+            while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+                let n = socket.read(&mut buf).await.unwrap();
+                assert!(n > 0, "connection closed before the request head ended");
+                head.extend_from_slice(&buf[..n]);
+            }
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            socket.write_all(answer.as_bytes()).await.unwrap();
+            String::from_utf8(head).unwrap()
+        });
+        (format!("http://{addr}/api/v3"), task)
+    }
+
+    #[tokio::test]
+    async fn requests_carry_githubs_headers_under_the_enterprise_prefix() {
+        let (base, server) =
+            capture_one(r#"{"id":7,"account":{"login":"acme"},"suspended_at":null}"#).await;
+        let c = client(&base);
+        let installation = c.installation().await.unwrap();
+        assert_eq!(installation.account, "acme");
+        let head = server.await.unwrap().to_ascii_lowercase();
+        assert!(
+            head.starts_with("get /api/v3/app/installations/7 http/1.1\r\n"),
+            "{head}"
+        );
+        assert!(head.contains("accept: application/vnd.github+json\r\n"));
+        assert!(head.contains("x-github-api-version: 2022-11-28\r\n"));
+        assert!(head.contains(&format!(
+            "user-agent: syncplane/{}\r\n",
+            env!("CARGO_PKG_VERSION")
+        )));
+        assert!(head.contains("authorization: bearer ey"), "the App JWT");
+        assert_eq!(c.requests_made(), 1);
+    }
+
     #[tokio::test]
     async fn an_aborted_client_fails_every_call_without_a_request() {
         let c = client("http://127.0.0.1:9");
