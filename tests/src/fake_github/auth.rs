@@ -106,7 +106,11 @@ pub(crate) enum Refusal {
 }
 
 /// The installation behind the request's token.
-pub(crate) fn installation_of(state: &State, headers: &HeaderMap, now: DateTime<Utc>) -> Result<u64, Refusal> {
+pub(crate) fn installation_of(
+    state: &State,
+    headers: &HeaderMap,
+    now: DateTime<Utc>,
+) -> Result<u64, Refusal> {
     let token = credentials(headers).ok_or(Refusal::BadCredentials)?;
     let issued = state.tokens.get(token).ok_or(Refusal::BadCredentials)?;
     if issued.expires_at <= now {

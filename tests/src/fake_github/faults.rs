@@ -71,16 +71,10 @@ pub(crate) fn primary_rate_limit(limit: u32, reset_at: i64, installation: Option
 }
 
 /// The answer to a non-hanging fault.
-pub(crate) fn respond(
-    fault: &Fault,
-    limit: u32,
-    now: i64,
-    installation: Option<u64>,
-) -> Response {
+pub(crate) fn respond(fault: &Fault, limit: u32, now: i64, installation: Option<u64>) -> Response {
     match fault {
         Fault::Status(code) => {
-            let status =
-                StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let status = StatusCode::from_u16(*code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             let message = status.canonical_reason().unwrap_or("Error");
             gh_error(status, message)
         }

@@ -199,7 +199,9 @@ impl ObjectStore {
         for (path, entry) in files {
             let parts: Vec<&str> = path.split('/').collect();
             assert!(
-                parts.iter().all(|p| !p.is_empty() && *p != "." && *p != ".."),
+                parts
+                    .iter()
+                    .all(|p| !p.is_empty() && *p != "." && *p != ".."),
                 "fake GitHub: invalid path {path:?}"
             );
             let mut dir = &mut root;
@@ -215,10 +217,7 @@ impl ObjectStore {
                 };
                 dir = inner;
             }
-            dir.insert(
-                parts[parts.len() - 1].to_owned(),
-                Node::Leaf(entry.clone()),
-            );
+            dir.insert(parts[parts.len() - 1].to_owned(), Node::Leaf(entry.clone()));
         }
         self.write_dir(root)
     }

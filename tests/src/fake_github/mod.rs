@@ -126,7 +126,9 @@ impl FakeGithub {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .unwrap_or_else(|e| panic!("fake GitHub: cannot bind {addr}: {e}"));
-        let local = listener.local_addr().expect("bound listener has an address");
+        let local = listener
+            .local_addr()
+            .expect("bound listener has an address");
         let url = format!("http://{local}");
         let app_id = rand::rng().random_range(100_000..1_000_000);
         let mut state = State::new(app_id, Utc::now().timestamp());
@@ -241,7 +243,10 @@ impl FakeGithub {
 
     /// A new commit on the default branch (parent: the previous head). Returns its sha.
     pub fn push(&self, full_name: &str, changes: &[Change]) -> String {
-        let commit = self.state().repo_mut(full_name).push(changes, None, Utc::now());
+        let commit = self
+            .state()
+            .repo_mut(full_name)
+            .push(changes, None, Utc::now());
         git::to_hex(&commit)
     }
 
@@ -300,8 +305,7 @@ impl FakeGithub {
     }
 
     pub fn set_suspended(&self, installation_id: u64, suspended: bool) {
-        self.state().installation_mut(installation_id).suspended_at =
-            suspended.then(Utc::now);
+        self.state().installation_mut(installation_id).suspended_at = suspended.then(Utc::now);
     }
 
     /// Deleting an installation also revokes its tokens.

@@ -67,10 +67,10 @@ pub(crate) fn classify(method: &Method, path: &str) -> Endpoint {
 /// nothing), rate-limit headers on the answer, then the log entry.
 async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
-    let path = request
-        .uri()
-        .path_and_query()
-        .map_or_else(|| request.uri().path().to_owned(), |p| p.as_str().to_owned());
+    let path = request.uri().path_and_query().map_or_else(
+        || request.uri().path().to_owned(),
+        |p| p.as_str().to_owned(),
+    );
     let endpoint = classify(&method, request.uri().path());
 
     let latency = shared.lock().latency;
@@ -168,7 +168,10 @@ fn bad_credentials() -> Response {
 }
 
 fn suspended() -> Response {
-    gh_error(StatusCode::FORBIDDEN, "This installation has been suspended")
+    gh_error(
+        StatusCode::FORBIDDEN,
+        "This installation has been suspended",
+    )
 }
 
 fn iso(time: DateTime<Utc>) -> String {
@@ -181,7 +184,11 @@ fn iso_unix(secs: i64) -> String {
 
 // ---- App endpoints (App JWT) ----
 
-async fn installation(State(shared): State<Arc<Shared>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+async fn installation(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     let state = shared.lock();
     if let Err(message) = auth::verify_app_jwt(&headers, state.app_id, Utc::now().timestamp()) {
         return gh_error(StatusCode::UNAUTHORIZED, &message);
@@ -209,7 +216,11 @@ async fn installation(State(shared): State<Arc<Shared>>, Path(id): Path<String>,
     .into_response()
 }
 
-async fn access_token(State(shared): State<Arc<Shared>>, Path(id): Path<String>, headers: HeaderMap) -> Response {
+async fn access_token(
+    State(shared): State<Arc<Shared>>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
     let mut state = shared.lock();
     if let Err(message) = auth::verify_app_jwt(&headers, state.app_id, Utc::now().timestamp()) {
         return gh_error(StatusCode::UNAUTHORIZED, &message);
@@ -241,20 +252,43 @@ async fn access_token(State(shared): State<Arc<Shared>>, Path(id): Path<String>,
 
 // ---- Installation endpoints (installation token) ----
 
-fn authorize(state: &model::State, headers: &HeaderMap) -> Result<u64, Response> {
+/// Why an installation request is refused (small, unlike a built `Response`).
+enum Denied {
+    BadCredentials,
+    Suspended,
+    NotFound,
+}
+
+impl IntoResponse for Denied {
+    fn into_response(self) -> Response {
+        match self {
+            Denied::BadCredentials => bad_credentials(),
+            Denied::Suspended => suspended(),
+            Denied::NotFound => not_found(),
+        }
+    }
+}
+
+fn authorize(state: &model::State, headers: &HeaderMap) -> Result<u64, Denied> {
     auth::installation_of(state, headers, Utc::now()).map_err(|refusal| match refusal {
-        Refusal::BadCredentials => bad_credentials(),
-        Refusal::Suspended => suspended(),
+        Refusal::BadCredentials => Denied::BadCredentials,
+        Refusal::Suspended => Denied::Suspended,
     })
 }
 
-/// The repository `owner/name` if the token's installation can see it.
-fn visible<'a>(state: &'a model::State, installation: u64, owner: &str, name: &str) -> Result<&'a Repo, Response> {
+/// The repository `owner/name` if the request's token can see it.
+fn visible<'a>(
+    state: &'a model::State,
+    headers: &HeaderMap,
+    owner: &str,
+    name: &str,
+) -> Result<&'a Repo, Denied> {
+    let installation = authorize(state, headers)?;
     state
         .repo_id(owner, name)
         .and_then(|id| state.repos.get(&id))
         .filter(|repo| repo.installation_id == Some(installation))
-        .ok_or_else(not_found)
+        .ok_or(Denied::NotFound)
 }
 
 fn repo_json(base: &str, repo: &Repo) -> Value {
@@ -319,7 +353,13 @@ fn paging(params: &HashMap<String, String>) -> (usize, usize) {
 
 /// GitHub's Link header: `<url>; rel="prev", <url>; rel="next", <url>; rel="last", <url>; rel="first"`,
 /// each URL the request's own with `page` replaced.
-fn link_header(base: &str, path: &str, params: &HashMap<String, String>, page: usize, last: usize) -> Option<HeaderValue> {
+fn link_header(
+    base: &str,
+    path: &str,
+    params: &HashMap<String, String>,
+    page: usize,
+    last: usize,
+) -> Option<HeaderValue> {
     let mut kept: Vec<(&String, &String)> = params.iter().filter(|(k, _)| *k != "page").collect();
     kept.sort();
     let url = |p: usize| {
@@ -343,11 +383,15 @@ fn link_header(base: &str, path: &str, params: &HashMap<String, String>, page: u
         .flatten()
 }
 
-async fn installation_repos(State(shared): State<Arc<Shared>>, Query(params): Params, headers: HeaderMap) -> Response {
+async fn installation_repos(
+    State(shared): State<Arc<Shared>>,
+    Query(params): Params,
+    headers: HeaderMap,
+) -> Response {
     let state = shared.lock();
     let installation = match authorize(&state, &headers) {
         Ok(id) => id,
-        Err(response) => return response,
+        Err(denied) => return denied.into_response(),
     };
     let repos: Vec<&Repo> = state
         .repos
@@ -368,17 +412,27 @@ async fn installation_repos(State(shared): State<Arc<Shared>>, Query(params): Pa
         "repositories": page_items,
     }))
     .into_response();
-    if let Some(link) = link_header(&state.base_url, "/installation/repositories", &params, page, last) {
+    if let Some(link) = link_header(
+        &state.base_url,
+        "/installation/repositories",
+        &params,
+        page,
+        last,
+    ) {
         response.headers_mut().insert(header::LINK, link);
     }
     response
 }
 
-async fn repo(State(shared): State<Arc<Shared>>, Path((owner, name)): Path<(String, String)>, headers: HeaderMap) -> Response {
+async fn repo(
+    State(shared): State<Arc<Shared>>,
+    Path((owner, name)): Path<(String, String)>,
+    headers: HeaderMap,
+) -> Response {
     let state = shared.lock();
-    let repo = match authorize(&state, &headers).and_then(|inst| visible(&state, inst, &owner, &name)) {
+    let repo = match visible(&state, &headers, &owner, &name) {
         Ok(repo) => repo,
-        Err(response) => return response,
+        Err(denied) => return denied.into_response(),
     };
     axum::Json(repo_json(&state.base_url, repo)).into_response()
 }
@@ -406,9 +460,9 @@ async fn branch(
     headers: HeaderMap,
 ) -> Response {
     let state = shared.lock();
-    let repo = match authorize(&state, &headers).and_then(|inst| visible(&state, inst, &owner, &name)) {
+    let repo = match visible(&state, &headers, &owner, &name) {
         Ok(repo) => repo,
-        Err(response) => return response,
+        Err(denied) => return denied.into_response(),
     };
     let Some((head, commit)) = repo
         .branches
@@ -442,9 +496,9 @@ async fn commits(
     headers: HeaderMap,
 ) -> Response {
     let state = shared.lock();
-    let repo = match authorize(&state, &headers).and_then(|inst| visible(&state, inst, &owner, &name)) {
+    let repo = match visible(&state, &headers, &owner, &name) {
         Ok(repo) => repo,
-        Err(response) => return response,
+        Err(denied) => return denied.into_response(),
     };
     if repo.branches.is_empty() {
         return gh_error(StatusCode::CONFLICT, "Git Repository is empty.");
@@ -463,7 +517,9 @@ async fn commits(
     let mut history = Vec::new();
     let mut next = Some(start);
     while let Some(sha) = next {
-        let Some(commit) = repo.commit(&sha) else { break };
+        let Some(commit) = repo.commit(&sha) else {
+            break;
+        };
         history.push((sha, commit));
         next = commit.parent;
     }
@@ -490,9 +546,9 @@ async fn tree(
     headers: HeaderMap,
 ) -> Response {
     let state = shared.lock();
-    let repo = match authorize(&state, &headers).and_then(|inst| visible(&state, inst, &owner, &name)) {
+    let repo = match visible(&state, &headers, &owner, &name) {
         Ok(repo) => repo,
-        Err(response) => return response,
+        Err(denied) => return denied.into_response(),
     };
     // A tree-ish: a tree id, a commit id, or a branch name.
     let oid = repo
@@ -513,7 +569,10 @@ async fn tree(
         repo.objects.list_flat(&tree)
     };
     let mut truncated = false;
-    if let Some(max) = state.tree_truncation.filter(|max| recursive && listed.len() > *max) {
+    if let Some(max) = state
+        .tree_truncation
+        .filter(|max| recursive && listed.len() > *max)
+    {
         listed.truncate(max);
         truncated = true;
     }
@@ -566,9 +625,9 @@ async fn blob(
     headers: HeaderMap,
 ) -> Response {
     let state = shared.lock();
-    let repo = match authorize(&state, &headers).and_then(|inst| visible(&state, inst, &owner, &name)) {
+    let repo = match visible(&state, &headers, &owner, &name) {
         Ok(repo) => repo,
-        Err(response) => return response,
+        Err(denied) => return denied.into_response(),
     };
     let Some((oid, data)) = git::from_hex(&sha).and_then(|oid| match repo.objects.get(&oid) {
         Some(Object::Blob(data)) => Some((oid, data)),
@@ -579,10 +638,19 @@ async fn blob(
     let raw = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|accept| accept.contains("application/vnd.github.raw"));
+        .is_some_and(|accept| {
+            // application/vnd.github.raw, .raw+json, and the older vnd.github.v3.raw.
+            accept.split(',').any(|media| {
+                let media = media.trim();
+                media.starts_with("application/vnd.github") && media.contains(".raw")
+            })
+        });
     if raw {
         return (
-            [(header::CONTENT_TYPE, HeaderValue::from_static("application/vnd.github.raw"))],
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/vnd.github.raw"),
+            )],
             data.clone(),
         )
             .into_response();
