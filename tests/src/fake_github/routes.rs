@@ -252,25 +252,43 @@ async fn access_token(
 
 // ---- Installation endpoints (installation token) ----
 
-fn authorize(state: &model::State, headers: &HeaderMap) -> Result<u64, Response> {
+/// Why an installation request is refused (small, unlike a built `Response`).
+enum Denied {
+    BadCredentials,
+    Suspended,
+    NotFound,
+}
+
+impl IntoResponse for Denied {
+    fn into_response(self) -> Response {
+        match self {
+            Denied::BadCredentials => bad_credentials(),
+            Denied::Suspended => suspended(),
+            Denied::NotFound => not_found(),
+        }
+    }
+}
+
+fn authorize(state: &model::State, headers: &HeaderMap) -> Result<u64, Denied> {
     auth::installation_of(state, headers, Utc::now()).map_err(|refusal| match refusal {
-        Refusal::BadCredentials => bad_credentials(),
-        Refusal::Suspended => suspended(),
+        Refusal::BadCredentials => Denied::BadCredentials,
+        Refusal::Suspended => Denied::Suspended,
     })
 }
 
-/// The repository `owner/name` if the token's installation can see it.
+/// The repository `owner/name` if the request's token can see it.
 fn visible<'a>(
     state: &'a model::State,
-    installation: u64,
+    headers: &HeaderMap,
     owner: &str,
     name: &str,
-) -> Result<&'a Repo, Response> {
+) -> Result<&'a Repo, Denied> {
+    let installation = authorize(state, headers)?;
     state
         .repo_id(owner, name)
         .and_then(|id| state.repos.get(&id))
         .filter(|repo| repo.installation_id == Some(installation))
-        .ok_or_else(not_found)
+        .ok_or(Denied::NotFound)
 }
 
 fn repo_json(base: &str, repo: &Repo) -> Value {
@@ -373,7 +391,7 @@ async fn installation_repos(
     let state = shared.lock();
     let installation = match authorize(&state, &headers) {
         Ok(id) => id,
-        Err(response) => return response,
+        Err(denied) => return denied.into_response(),
     };
     let repos: Vec<&Repo> = state
         .repos
@@ -412,11 +430,10 @@ async fn repo(
     headers: HeaderMap,
 ) -> Response {
     let state = shared.lock();
-    let repo =
-        match authorize(&state, &headers).and_then(|inst| visible(&state, inst, &owner, &name)) {
-            Ok(repo) => repo,
-            Err(response) => return response,
-        };
+    let repo = match visible(&state, &headers, &owner, &name) {
+        Ok(repo) => repo,
+        Err(denied) => return denied.into_response(),
+    };
     axum::Json(repo_json(&state.base_url, repo)).into_response()
 }
 
@@ -443,11 +460,10 @@ async fn branch(
     headers: HeaderMap,
 ) -> Response {
     let state = shared.lock();
-    let repo =
-        match authorize(&state, &headers).and_then(|inst| visible(&state, inst, &owner, &name)) {
-            Ok(repo) => repo,
-            Err(response) => return response,
-        };
+    let repo = match visible(&state, &headers, &owner, &name) {
+        Ok(repo) => repo,
+        Err(denied) => return denied.into_response(),
+    };
     let Some((head, commit)) = repo
         .branches
         .get(&branch)
@@ -480,11 +496,10 @@ async fn commits(
     headers: HeaderMap,
 ) -> Response {
     let state = shared.lock();
-    let repo =
-        match authorize(&state, &headers).and_then(|inst| visible(&state, inst, &owner, &name)) {
-            Ok(repo) => repo,
-            Err(response) => return response,
-        };
+    let repo = match visible(&state, &headers, &owner, &name) {
+        Ok(repo) => repo,
+        Err(denied) => return denied.into_response(),
+    };
     if repo.branches.is_empty() {
         return gh_error(StatusCode::CONFLICT, "Git Repository is empty.");
     }
@@ -531,11 +546,10 @@ async fn tree(
     headers: HeaderMap,
 ) -> Response {
     let state = shared.lock();
-    let repo =
-        match authorize(&state, &headers).and_then(|inst| visible(&state, inst, &owner, &name)) {
-            Ok(repo) => repo,
-            Err(response) => return response,
-        };
+    let repo = match visible(&state, &headers, &owner, &name) {
+        Ok(repo) => repo,
+        Err(denied) => return denied.into_response(),
+    };
     // A tree-ish: a tree id, a commit id, or a branch name.
     let oid = repo
         .branches
@@ -611,11 +625,10 @@ async fn blob(
     headers: HeaderMap,
 ) -> Response {
     let state = shared.lock();
-    let repo =
-        match authorize(&state, &headers).and_then(|inst| visible(&state, inst, &owner, &name)) {
-            Ok(repo) => repo,
-            Err(response) => return response,
-        };
+    let repo = match visible(&state, &headers, &owner, &name) {
+        Ok(repo) => repo,
+        Err(denied) => return denied.into_response(),
+    };
     let Some((oid, data)) = git::from_hex(&sha).and_then(|oid| match repo.objects.get(&oid) {
         Some(Object::Blob(data)) => Some((oid, data)),
         _ => None,
@@ -625,7 +638,13 @@ async fn blob(
     let raw = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|accept| accept.contains("application/vnd.github.raw"));
+        .is_some_and(|accept| {
+            // application/vnd.github.raw, .raw+json, and the older vnd.github.v3.raw.
+            accept.split(',').any(|media| {
+                let media = media.trim();
+                media.starts_with("application/vnd.github") && media.contains(".raw")
+            })
+        });
     if raw {
         return (
             [(
