@@ -5,4 +5,5 @@ pub mod config;
 pub mod db;
 pub mod envelope;
 pub mod status;
+pub mod sync;
 pub mod telemetry;
