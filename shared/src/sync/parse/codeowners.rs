@@ -106,7 +106,9 @@ fn is_name(name: &str) -> bool {
     !name.is_empty()
         && !name.starts_with('-')
         && !name.ends_with('-')
-        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
 fn is_team(team: &str) -> bool {
@@ -173,10 +175,7 @@ mod tests {
         let file = "!secret.txt @a\n*.[ch] @b\nsrc/ @c\n";
         let (rules, warnings) = parse_codeowners(file.as_bytes()).unwrap();
         assert_eq!(rules, vec![rule(3, "src/", &["@c"])]);
-        assert_eq!(
-            warnings.iter().map(|w| w.line).collect::<Vec<_>>(),
-            [1, 2]
-        );
+        assert_eq!(warnings.iter().map(|w| w.line).collect::<Vec<_>>(), [1, 2]);
     }
 
     #[test]
@@ -197,7 +196,10 @@ mod tests {
     fn codeowners_pattern_without_owners_is_kept_with_empty_owners() {
         let (rules, warnings) = parse_codeowners(b"* @all\n/generated/ # nobody\n").unwrap();
         assert!(warnings.is_empty());
-        assert_eq!(rules, vec![rule(1, "*", &["@all"]), rule(2, "/generated/", &[])]);
+        assert_eq!(
+            rules,
+            vec![rule(1, "*", &["@all"]), rule(2, "/generated/", &[])]
+        );
     }
 
     #[test]

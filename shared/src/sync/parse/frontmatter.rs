@@ -61,7 +61,34 @@ fn block(text: &str) -> Option<(&'static str, &str, &str)> {
     None
 }
 
+/// Deeper flow nesting than this is refused before parsing: the YAML parser's cost grows with
+/// nesting depth times length (seconds for a 256 KB file of `{a: {a: ...`), and its own recursion
+/// limit (128) would refuse such a document anyway. Brackets in strings count too, which only
+/// matters for absurd documents.
+const MAX_FLOW_DEPTH: usize = 256;
+
+fn flow_depth_exceeds(yaml: &str, limit: usize) -> bool {
+    let mut depth = 0usize;
+    for b in yaml.bytes() {
+        match b {
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > limit {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
 fn yaml_to_object(yaml: &str, warnings: &mut Vec<String>) -> Map<String, Json> {
+    if flow_depth_exceeds(yaml, MAX_FLOW_DEPTH) {
+        warnings.push("invalid frontmatter: nested too deeply".to_owned());
+        return Map::new();
+    }
     let mut value: Yaml = match serde_yaml_ng::from_str(yaml) {
         Ok(value) => value,
         Err(error) => {
@@ -103,11 +130,14 @@ fn to_json(value: Yaml, had_nul: &mut bool) -> Json {
                 Json::from(u)
             } else {
                 let f = n.as_f64().unwrap_or(f64::NAN);
-                serde_json::Number::from_f64(f).map_or_else(|| Json::String(n.to_string()), Json::Number)
+                serde_json::Number::from_f64(f)
+                    .map_or_else(|| Json::String(n.to_string()), Json::Number)
             }
         }
         Yaml::String(s) => Json::String(without_nul(s, had_nul)),
-        Yaml::Sequence(items) => Json::Array(items.into_iter().map(|v| to_json(v, had_nul)).collect()),
+        Yaml::Sequence(items) => {
+            Json::Array(items.into_iter().map(|v| to_json(v, had_nul)).collect())
+        }
         Yaml::Mapping(mapping) => {
             let mut object = Map::new();
             for (key, value) in mapping {
@@ -224,6 +254,20 @@ mod tests {
         let split = split(&yaml);
         assert!(split.frontmatter.is_empty());
         assert_eq!(split.warnings.len(), 1);
+    }
+
+    #[test]
+    fn deeply_nested_frontmatter_is_refused_before_parsing() {
+        let deep = format!("---\na: {}\n---\nbody", "{a: ".repeat(50_000));
+        let split = split(&deep);
+        assert!(split.frontmatter.is_empty());
+        assert_eq!(split.warnings, ["invalid frontmatter: nested too deeply"]);
+        let shallow = format!("---\na: {}1{}\n---\n", "[".repeat(20), "]".repeat(20));
+        assert!(split_warnings_empty(&shallow));
+    }
+
+    fn split_warnings_empty(text: &str) -> bool {
+        split(text).warnings.is_empty()
     }
 
     #[test]

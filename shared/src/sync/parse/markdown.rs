@@ -126,7 +126,11 @@ mod tests {
                 heading(1, "Getting Started!", "getting-started"),
                 heading(2, "Install", "install"),
                 heading(2, "Install", "install-1"),
-                heading(3, "The sync() call & its options", "the-sync-call--its-options"),
+                heading(
+                    3,
+                    "The sync() call & its options",
+                    "the-sync-call--its-options"
+                ),
                 heading(2, "Setext", "setext"),
                 heading(2, "Install", "install-2"),
                 heading(4, "Ünïcode_and-dash 2.0?", "ünïcode_and-dash-20"),

@@ -138,7 +138,13 @@ fn strip_jsx(prose: &str, out: &mut String) {
     while i < bytes.len() {
         let end = blocks.end_after(i);
         match bytes[i] {
-            b'\\' => i += if bytes.get(i + 1).is_some_and(u8::is_ascii) { 2 } else { 1 },
+            b'\\' => {
+                i += if bytes.get(i + 1).is_some_and(u8::is_ascii) {
+                    2
+                } else {
+                    1
+                }
+            }
             b'`' => {
                 let run = bytes[i..].iter().take_while(|&&b| b == b'`').count();
                 // A code span closes at the next run of the same length in the same block.
@@ -211,7 +217,9 @@ impl BacktickRuns {
 
     fn next_after(&self, len: usize, at: usize) -> Option<usize> {
         let starts = self.0.get(&len)?;
-        starts.get(starts.partition_point(|&start| start <= at)).copied()
+        starts
+            .get(starts.partition_point(|&start| start <= at))
+            .copied()
     }
 }
 
@@ -300,7 +308,10 @@ impl BlockEnds {
     /// The first block end after `at`.
     fn end_after(&self, at: usize) -> usize {
         let index = self.0.partition_point(|&end| end <= at);
-        self.0.get(index).copied().unwrap_or(self.0.last().copied().unwrap_or(0))
+        self.0
+            .get(index)
+            .copied()
+            .unwrap_or(self.0.last().copied().unwrap_or(0))
     }
 }
 
@@ -315,7 +326,10 @@ mod tests {
     #[test]
     fn esm_blocks_are_removed_but_import_inside_a_paragraph_is_text() {
         let mdx = "import { Tabs } from '@site/tabs'\nimport Foo, {\n  Bar,\n} from './foo'\n\nexport const meta = { a: 1 }\n\nText.\nimport inside a paragraph is text\n";
-        assert_eq!(words(&to_markdown(mdx)), ["Text.", "import", "inside", "a", "paragraph", "is", "text"]);
+        assert_eq!(
+            words(&to_markdown(mdx)),
+            ["Text.", "import", "inside", "a", "paragraph", "is", "text"]
+        );
     }
 
     #[test]
@@ -334,13 +348,19 @@ mod tests {
         let mdx = "Use `<Tabs>` and `{x}`.\n\n  ```jsx\n  <Tabs>{x}</Tabs>\n  ```\n\nAn escaped \\<Tag> and \\{brace}.\n";
         let markdown = to_markdown(mdx);
         assert!(markdown.contains("`<Tabs>` and `{x}`"));
-        assert!(markdown.contains("```jsx\n<Tabs>{x}</Tabs>\n```\n"), "{markdown}");
+        assert!(
+            markdown.contains("```jsx\n<Tabs>{x}</Tabs>\n```\n"),
+            "{markdown}"
+        );
         assert!(markdown.contains("\\<Tag> and \\{brace}"));
     }
 
     #[test]
     fn unclosed_tags_and_braces_stay_as_text() {
         let mdx = "a <b c=\"unclosed\n\n{ open brace\n";
-        assert_eq!(words(&to_markdown(mdx)), ["a", "<b", "c=\"unclosed", "{", "open", "brace"]);
+        assert_eq!(
+            words(&to_markdown(mdx)),
+            ["a", "<b", "c=\"unclosed", "{", "open", "brace"]
+        );
     }
 }

@@ -79,7 +79,11 @@ impl SearchText {
 /// Text of a raw HTML block: tags and comments removed, `<script>` and `<style>` dropped whole.
 /// Linear in the input: a `<` after the last `>` is kept as text without searching again.
 pub fn html_block_text(html: &str) -> String {
-    let lower_start = html.trim_start().get(..8).unwrap_or("").to_ascii_lowercase();
+    let lower_start = html
+        .trim_start()
+        .get(..8)
+        .unwrap_or("")
+        .to_ascii_lowercase();
     if lower_start.starts_with("<script") || lower_start.starts_with("<style") {
         return String::new();
     }
