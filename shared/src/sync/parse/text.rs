@@ -105,10 +105,8 @@ pub fn html_block_text(html: &str) -> String {
         let absolute = html.len() - tail.len();
         match (starts_tag, last_close) {
             (true, Some(close)) if close > absolute => {
-                // A `>` exists later, so this find cannot fail.
-                let end = tail.find('>').unwrap_or(tail.len() - 1);
                 out.push(' ');
-                rest = &tail[end + 1..];
+                rest = tail.find('>').map_or("", |end| &tail[end + 1..]);
             }
             _ => {
                 out.push('<');
