@@ -6,4 +6,5 @@ pub mod db;
 pub mod envelope;
 pub mod github;
 pub mod status;
+pub mod sync;
 pub mod telemetry;

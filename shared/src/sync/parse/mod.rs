@@ -1,0 +1,106 @@
+//! Parse: fetched bytes into what the sync engine stores. A document always parses (bad
+//! frontmatter or MDX that is not plain markdown become warnings); only bytes Postgres would refuse
+//! (a NUL, invalid UTF-8) are refused, and the engine turns that into a warning for that document.
+//! Pure code: no database, no network, and no panic on any input.
+
+mod codeowners;
+mod frontmatter;
+mod markdown;
+mod mdx;
+mod text;
+
+use serde::Serialize;
+
+pub use codeowners::{CodeOwnersRule, CodeOwnersWarning, parse_codeowners};
+pub use text::BODY_TEXT_CAP_BYTES;
+
+/// A parsed markdown or MDX document.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParsedDocument {
+    /// Frontmatter `title` (a non-empty string), else the first H1, else the file name without
+    /// its extension.
+    pub title: String,
+    /// Always a JSON object; `{}` when there is no frontmatter or it is invalid.
+    pub frontmatter: serde_json::Value,
+    /// Every heading, in document order.
+    pub headings: Vec<Heading>,
+    /// Plain text for full-text search, at most [`BODY_TEXT_CAP_BYTES`].
+    pub body: String,
+    /// Non-fatal notes about this document.
+    pub warnings: Vec<String>,
+}
+
+/// A heading with its GitHub-style anchor (unique within the document).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Heading {
+    pub level: u8,
+    pub text: String,
+    pub anchor: String,
+}
+
+/// Why a file cannot be stored at all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ParseRefusal {
+    #[error("file contains a NUL byte, which Postgres text cannot store")]
+    NulByte,
+    #[error("file is not valid UTF-8")]
+    InvalidUtf8,
+}
+
+/// Parses a markdown (`.md`, README) or MDX (`.mdx`) document. `path` picks the dialect and the
+/// fallback title.
+pub fn parse_document(path: &str, bytes: &[u8]) -> Result<ParsedDocument, ParseRefusal> {
+    let text = text::decode(bytes)?;
+    let split = frontmatter::split(text);
+    let mut warnings = split.warnings;
+
+    let rewritten;
+    let markdown = if is_mdx(path) {
+        rewritten = mdx::to_markdown(split.markdown);
+        rewritten.as_str()
+    } else {
+        split.markdown
+    };
+    let read = markdown::read(markdown, BODY_TEXT_CAP_BYTES);
+    if read.body_truncated {
+        warnings.push(format!(
+            "search text truncated to {} KiB",
+            BODY_TEXT_CAP_BYTES / 1024
+        ));
+    }
+
+    let frontmatter_title = split
+        .frontmatter
+        .get("title")
+        .and_then(serde_json::Value::as_str)
+        .map(|title| title.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|title| !title.is_empty());
+    let title = frontmatter_title
+        .or(read.first_h1)
+        .unwrap_or_else(|| file_stem(path).to_owned());
+
+    Ok(ParsedDocument {
+        title,
+        frontmatter: serde_json::Value::Object(split.frontmatter),
+        headings: read.headings,
+        body: read.body,
+        warnings,
+    })
+}
+
+fn is_mdx(path: &str) -> bool {
+    path.rsplit_once('.')
+        .is_some_and(|(_, ext)| ext.eq_ignore_ascii_case("mdx"))
+}
+
+/// `docs/getting-started.md` -> `getting-started`; `README` stays `README`.
+fn file_stem(path: &str) -> &str {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    match name.rsplit_once('.') {
+        Some((stem, _)) if !stem.is_empty() => stem,
+        _ => name,
+    }
+}
+
+#[cfg(test)]
+mod tests;
