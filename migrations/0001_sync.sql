@@ -33,8 +33,10 @@ create table repos (
     last_synced_at         timestamptz,
     -- Skipped files of the last plan: [{"path": "...", "reason": "..."}].
     warnings               jsonb not null default '[]'::jsonb check (jsonb_typeof(warnings) = 'array'),
-    created_at             timestamptz not null default now(),
-    updated_at             timestamptz not null default now(),
+    created_at             timestamptz not null default clock_timestamp(),
+    -- Wall-clock time of the last write (not the transaction start): the removal rule compares
+    -- it with the instant a listing was taken.
+    updated_at             timestamptz not null default clock_timestamp(),
     constraint repos_error_has_message
         check ((sync_status = 'error') = (sync_error is not null and sync_error_code is not null))
 );

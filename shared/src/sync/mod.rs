@@ -1,1 +1,23 @@
+//! The sync engine (spec/sync-engine.txt): the only writer of repository content.
+//!
+//! One module per step of "One repository": `fingerprint`, `selection`, `fetch` (diff and
+//! fetch), `parse`, `persist`, with `failure` for the fixed messages and `repository` tying the
+//! steps together. Runs: `lock` (serialization), `coalescing` (rerun markers), `runs` (sync_runs
+//! rows and run locks), `full` (full runs and the drain), `removal`, `reaper`, `workspace`.
+
+pub mod coalescing;
+pub mod failure;
+pub mod fetch;
+pub mod fingerprint;
+pub mod full;
+pub mod lock;
 pub mod parse;
+pub mod persist;
+pub mod reaper;
+pub mod removal;
+pub mod repository;
+pub mod runs;
+pub mod selection;
+pub mod workspace;
+
+pub use repository::{RepoOutcome, SyncError, sync_repository};

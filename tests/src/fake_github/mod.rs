@@ -395,8 +395,20 @@ impl FakeGithub {
         self.state().log.iter().map(|r| r.bytes).sum()
     }
 
+    /// Clears the request log and the in-flight maxima.
     pub fn reset_log(&self) {
-        self.state().log.clear();
+        let mut state = self.state();
+        state.log.clear();
+        state.max_in_flight.clear();
+    }
+
+    /// The most requests of `endpoint` answered at once since the last [`reset_log`](Self::reset_log).
+    pub fn max_in_flight(&self, endpoint: Endpoint) -> usize {
+        self.state()
+            .max_in_flight
+            .get(&endpoint)
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn token_exchanges(&self) -> usize {

@@ -72,6 +72,7 @@ async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -
         |p| p.as_str().to_owned(),
     );
     let endpoint = classify(&method, request.uri().path());
+    let _flight = InFlight::enter(&shared, endpoint);
 
     let latency = shared.lock().latency;
     if !latency.is_zero() {
@@ -144,6 +145,34 @@ async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -
     });
     drop(state);
     Response::from_parts(parts, Body::from(body))
+}
+
+/// Counts a request as in flight until it is answered (or its future is dropped).
+struct InFlight<'a> {
+    shared: &'a Shared,
+    endpoint: Endpoint,
+}
+
+impl<'a> InFlight<'a> {
+    fn enter(shared: &'a Shared, endpoint: Endpoint) -> Self {
+        let mut state = shared.lock();
+        let now = {
+            let n = state.in_flight.entry(endpoint).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let max = state.max_in_flight.entry(endpoint).or_insert(0);
+        *max = (*max).max(now);
+        Self { shared, endpoint }
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        if let Some(n) = self.shared.lock().in_flight.get_mut(&self.endpoint) {
+            *n = n.saturating_sub(1);
+        }
+    }
 }
 
 /// GitHub's error body: {"message", "documentation_url", "status"}.

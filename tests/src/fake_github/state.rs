@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::faults::FaultRule;
 use super::git::{self, Commit, FileEntry, ObjectStore, Oid, Signature};
-use super::{Change, LoggedRequest};
+use super::{Change, Endpoint, LoggedRequest};
 
 pub(crate) struct Installation {
     pub id: u64,
@@ -151,6 +151,10 @@ pub(crate) struct State {
     pub rate: RateBudget,
     pub faults: Vec<FaultRule>,
     pub log: Vec<LoggedRequest>,
+    /// Requests being answered now, and the most seen at once since the last log reset, per
+    /// endpoint: tests prove that two syncs of a repository never overlapped.
+    pub in_flight: HashMap<Endpoint, usize>,
+    pub max_in_flight: HashMap<Endpoint, usize>,
 }
 
 impl State {
@@ -173,6 +177,8 @@ impl State {
             },
             faults: Vec::new(),
             log: Vec::new(),
+            in_flight: HashMap::new(),
+            max_in_flight: HashMap::new(),
         }
     }
 

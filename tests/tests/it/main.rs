@@ -1,5 +1,7 @@
 //! The one integration-test binary: real Postgres, the fake GitHub, the SQS emulator.
 
+mod engine;
 mod fake_github;
 mod github_client;
 mod migrations;
+mod runs;

@@ -1,0 +1,127 @@
+//! The tenants of a process and their workspaces, built once (lazily connected pools, one GitHub
+//! client per installation) and reused across invocations.
+
+use std::collections::BTreeMap;
+
+use sqlx::PgPool;
+
+use crate::config::{Config, TenantConfig};
+use crate::db;
+use crate::github::GithubClient;
+use crate::jobs::JobError;
+use crate::sync::workspace::{RunOptions, Workspace};
+
+struct Entry {
+    config: TenantConfig,
+    pool: PgPool,
+    client: Option<GithubClient>,
+}
+
+/// Every configured tenant.
+pub struct Tenants {
+    entries: BTreeMap<String, Entry>,
+    options: RunOptions,
+}
+
+/// A tenant's database only (jobs that never call GitHub).
+pub struct DatabaseOnly {
+    pub pool: PgPool,
+    pub options: RunOptions,
+}
+
+impl Tenants {
+    /// Build every tenant's pool (lazily: no connection until first use) and GitHub client.
+    /// A tenant whose App key is unusable is still listed; its sync jobs fail with the cause.
+    pub fn from_config(
+        config: &Config,
+        pool_size: u32,
+        options: RunOptions,
+    ) -> Result<Self, sqlx::Error> {
+        let mut entries = BTreeMap::new();
+        for tenant in &config.tenants {
+            let pool = db::lazy_pool(&tenant.database_url, pool_size)?;
+            let client = match &tenant.github {
+                Some(gh) => match GithubClient::new(gh) {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        tracing::error!(tenant = %tenant.id, error = %e, "GitHub App client unusable");
+                        None
+                    }
+                },
+                None => None,
+            };
+            entries.insert(
+                tenant.id.as_str().to_owned(),
+                Entry {
+                    config: tenant.clone(),
+                    pool,
+                    client,
+                },
+            );
+        }
+        Ok(Self { entries, options })
+    }
+
+    /// Build from ready parts (tests and the local demo).
+    pub fn from_parts(
+        parts: Vec<(TenantConfig, PgPool, Option<GithubClient>)>,
+        options: RunOptions,
+    ) -> Self {
+        let entries = parts
+            .into_iter()
+            .map(|(config, pool, client)| {
+                (
+                    config.id.as_str().to_owned(),
+                    Entry {
+                        config,
+                        pool,
+                        client,
+                    },
+                )
+            })
+            .collect();
+        Self { entries, options }
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+
+    pub fn config(&self, tenant: &str) -> Option<&TenantConfig> {
+        self.entries.get(tenant).map(|e| &e.config)
+    }
+
+    pub fn pool(&self, tenant: &str) -> Option<&PgPool> {
+        self.entries.get(tenant).map(|e| &e.pool)
+    }
+
+    pub fn database(&self, tenant: &str) -> Result<DatabaseOnly, JobError> {
+        let e = self
+            .entries
+            .get(tenant)
+            .ok_or_else(|| JobError::UnknownTenant(tenant.to_owned()))?;
+        Ok(DatabaseOnly {
+            pool: e.pool.clone(),
+            options: self.options.clone(),
+        })
+    }
+
+    /// The full workspace of a tenant with a GitHub App.
+    pub fn workspace(&self, tenant: &str) -> Result<Workspace, JobError> {
+        let e = self
+            .entries
+            .get(tenant)
+            .ok_or_else(|| JobError::UnknownTenant(tenant.to_owned()))?;
+        let client = e
+            .client
+            .clone()
+            .ok_or_else(|| JobError::GithubNotConfigured(tenant.to_owned()))?;
+        Ok(Workspace {
+            tenant: e.config.id.clone(),
+            pool: e.pool.clone(),
+            client,
+            config: e.config.sync.clone(),
+            options: self.options.clone(),
+        })
+    }
+}

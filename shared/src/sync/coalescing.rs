@@ -1,0 +1,230 @@
+//! Coalescing (spec "Coalescing"): a request that finds the repository busy is never dropped.
+//!
+//! The marker is `repos.sync_requested_at`, set before the lock attempt. A busy lock answers
+//! "coalesced". A pass takes a database instant before it reads GitHub and clears the marker only
+//! if the marker is not newer than that instant. After unlocking, the holder looks again and runs
+//! another pass if a request arrived meanwhile, at most `max_passes` per call. A pass that was
+//! aborted, lost its lock, or stopped the run leaves the marker for the next trigger.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::github::RepoInfo;
+use crate::sync::lock::{HeldLock, repo_key};
+use crate::sync::repository::{RepoOutcome, SyncError, sync_repository};
+use crate::sync::runs::{Run, RunCounts, RunStatus, Trigger};
+use crate::sync::workspace::Workspace;
+
+/// What a request for one repository came to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "outcome", rename_all = "camelCase")]
+pub enum RequestOutcome {
+    /// This call held the lock and ran `passes` passes in run `run_id`.
+    #[serde(rename_all = "camelCase")]
+    Synced {
+        run_id: i64,
+        passes: u32,
+        status: RunStatus,
+    },
+    /// Another sync holds the lock; the marker makes it run again for this request.
+    Coalesced,
+    /// The repository has no row (so no marker can be left) and its lock is busy: the caller
+    /// must retry (the manual API answers 409).
+    Busy,
+}
+
+/// How to treat a busy lock when the repository has no row yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoRowBusy {
+    /// Webhook-driven: retry with bounded backoff, then answer `Busy`.
+    RetryWithBackoff,
+    /// Manual API: answer `Busy` at once.
+    Refuse,
+}
+
+/// Set the rerun marker. Returns whether the repository has a row (and so holds the marker).
+pub async fn set_marker(ws: &Workspace, github_id: i64) -> Result<bool, sqlx::Error> {
+    let updated =
+        sqlx::query("UPDATE repos SET sync_requested_at = clock_timestamp() WHERE github_id = $1")
+            .bind(github_id)
+            .execute(&ws.pool)
+            .await?;
+    Ok(updated.rows_affected() > 0)
+}
+
+async fn marker_is_set(ws: &Workspace, github_id: i64) -> Result<bool, sqlx::Error> {
+    let set: Option<bool> =
+        sqlx::query_scalar("SELECT sync_requested_at IS NOT NULL FROM repos WHERE github_id = $1")
+            .bind(github_id)
+            .fetch_optional(&ws.pool)
+            .await?;
+    Ok(set.unwrap_or(false))
+}
+
+/// `requestSync`: sync one repository for the manual API or a webhook, recording the rerun
+/// marker first. Each call that gets the lock is one `sync_runs` row (scope owner/name).
+pub async fn request_sync(
+    ws: &Workspace,
+    repo: &RepoInfo,
+    trigger: Trigger,
+    no_row: NoRowBusy,
+) -> Result<RequestOutcome, SyncError> {
+    let has_row = set_marker(ws, repo.github_id).await?;
+    let key = repo_key(repo.github_id);
+    let mut wait = ws.options.no_row_retry_first;
+    let mut attempts = 0;
+    let lock = loop {
+        if let Some(lock) = HeldLock::try_acquire(&ws.pool, key).await? {
+            break lock;
+        }
+        if has_row || marker_is_set(ws, repo.github_id).await? {
+            return Ok(RequestOutcome::Coalesced);
+        }
+        attempts += 1;
+        if no_row == NoRowBusy::Refuse || attempts > ws.options.no_row_retry_attempts {
+            return Ok(RequestOutcome::Busy);
+        }
+        tokio::time::sleep(wait).await;
+        wait = wait.saturating_mul(2);
+        // The holder may have created the row meanwhile: leave a marker if it can be left now.
+        if set_marker(ws, repo.github_id).await? {
+            if let Some(lock) = HeldLock::try_acquire(&ws.pool, key).await? {
+                break lock;
+            }
+            return Ok(RequestOutcome::Coalesced);
+        }
+    };
+
+    let scope = format!("{}/{}", repo.owner, repo.name);
+    let mut run = match Run::start(&ws.pool, trigger, Some(&scope)).await {
+        Ok(run) => run,
+        Err(e) => {
+            lock.release().await;
+            return Err(e.into());
+        }
+    };
+    let requests_before = ws.client.requests_made();
+    let mut counts = RunCounts::default();
+    let result = run_passes(ws, repo, lock, &mut counts, Some(&mut run)).await;
+    counts.github_requests = ws.client.requests_made().saturating_sub(requests_before);
+    match result {
+        Ok(passes) => {
+            let status = if counts.repos_failed > 0 {
+                RunStatus::Partial
+            } else {
+                RunStatus::Success
+            };
+            // A one-repository run whose repository failed is "failed", not "partial".
+            let status = if status == RunStatus::Partial
+                && counts.repos_synced + counts.repos_unchanged == 0
+            {
+                RunStatus::Failed
+            } else {
+                status
+            };
+            let run_id = run.id;
+            run.finish(&ws.pool, status, &counts, None).await?;
+            Ok(RequestOutcome::Synced {
+                run_id,
+                passes,
+                status,
+            })
+        }
+        Err(e) => {
+            let message = failure_message(&e);
+            run.finish(&ws.pool, RunStatus::Failed, &counts, Some(message))
+                .await?;
+            Err(e)
+        }
+    }
+}
+
+/// The fixed text a failed run records (never upstream text).
+pub fn failure_message(e: &SyncError) -> &'static str {
+    match e {
+        SyncError::RunStopped(g) => g.code(),
+        SyncError::Database(_) => "database_error",
+    }
+}
+
+/// Run passes for one repository while its marker asks for more, starting with `lock` held.
+/// Returns the number of passes run. Used by `request_sync`, the full run and the drain; with
+/// `run`, its run lock is checked after each pass (a run that lost its lock stops).
+pub async fn run_passes(
+    ws: &Workspace,
+    repo: &RepoInfo,
+    first_lock: HeldLock,
+    counts: &mut RunCounts,
+    mut run: Option<&mut Run>,
+) -> Result<u32, SyncError> {
+    let key = repo_key(repo.github_id);
+    let mut lock = first_lock;
+    let mut passes = 0;
+    loop {
+        let result = one_pass(ws, repo, &mut lock).await;
+        lock.release().await;
+        passes += 1;
+        let outcome = result?;
+        tally(counts, &outcome);
+        let run_alive = match run.as_deref_mut() {
+            Some(run) => run.lock_held().await,
+            None => true,
+        };
+        if !run_alive {
+            // The run lost its lock (its connection died): stop; markers stay for the next trigger.
+            return Err(SyncError::Database(sqlx::Error::Protocol(
+                "run lock lost".into(),
+            )));
+        }
+        if passes >= ws.options.max_passes || !marker_is_set(ws, repo.github_id).await? {
+            return Ok(passes);
+        }
+        match HeldLock::try_acquire(&ws.pool, key).await? {
+            Some(next) => lock = next,
+            // Another caller took the lock: its pass covers the request.
+            None => return Ok(passes),
+        }
+    }
+}
+
+/// One pass under the repository lock: take the instant, sync, clear the marker if not newer.
+async fn one_pass(
+    ws: &Workspace,
+    repo: &RepoInfo,
+    lock: &mut HeldLock,
+) -> Result<RepoOutcome, SyncError> {
+    let pass_start: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
+        .fetch_one(&ws.pool)
+        .await?;
+    let outcome = sync_repository(&ws.pool, &ws.client, &ws.config, repo).await?;
+    if lock.is_held().await {
+        sqlx::query(
+            "UPDATE repos SET sync_requested_at = NULL
+             WHERE github_id = $1 AND sync_requested_at <= $2",
+        )
+        .bind(repo.github_id)
+        .bind(pass_start)
+        .execute(&ws.pool)
+        .await?;
+    } else {
+        tracing::warn!(
+            github_id = repo.github_id,
+            "repository lock lost during the pass; marker kept"
+        );
+    }
+    Ok(outcome)
+}
+
+pub fn tally(counts: &mut RunCounts, outcome: &RepoOutcome) {
+    match outcome {
+        RepoOutcome::Unchanged => counts.repos_unchanged += 1,
+        RepoOutcome::Synced(c) => {
+            counts.repos_synced += 1;
+            counts.add_content(c);
+        }
+        RepoOutcome::Failed { counts: c, .. } => {
+            counts.repos_failed += 1;
+            counts.add_content(c);
+        }
+    }
+}

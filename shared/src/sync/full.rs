@@ -1,0 +1,210 @@
+//! Full runs and the drain (spec entry points `syncAll` and `drainSyncRequests`).
+//!
+//! `sync_all` lists the installation's repositories, narrows them by configuration, syncs each,
+//! removes stored repositories that are no longer selected, then drains waiting markers.
+//! Run-stopping errors stop the whole run (the remaining repositories are not attempted; the run
+//! is failed); other failures make the run partial.
+
+use chrono::{DateTime, Utc};
+use futures::StreamExt;
+use serde::Serialize;
+
+use crate::github::{GithubError, RepoInfo};
+use crate::sync::coalescing::{failure_message, run_passes};
+use crate::sync::lock::{HeldLock, repo_key};
+use crate::sync::removal::{self, RemovalError, selected};
+use crate::sync::repository::SyncError;
+use crate::sync::runs::{Run, RunCounts, RunStatus, Trigger};
+use crate::sync::workspace::Workspace;
+
+/// The end of a run, as callers report it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunReport {
+    pub run_id: i64,
+    pub status: RunStatus,
+    pub counts: RunCounts,
+    /// The stable code of what stopped the run, if anything did.
+    pub error: Option<String>,
+}
+
+/// `syncAll`: one full run.
+pub async fn sync_all(ws: &Workspace, trigger: Trigger) -> Result<RunReport, sqlx::Error> {
+    let mut run = Run::start(&ws.pool, trigger, None).await?;
+    let requests_before = ws.client.requests_made();
+    let mut counts = RunCounts::default();
+    let result = full_run(ws, &mut run, &mut counts).await;
+    counts.github_requests = ws.client.requests_made().saturating_sub(requests_before);
+    finish(ws, run, counts, result).await
+}
+
+async fn finish(
+    ws: &Workspace,
+    run: Run,
+    counts: RunCounts,
+    result: Result<(), SyncError>,
+) -> Result<RunReport, sqlx::Error> {
+    let run_id = run.id;
+    let (status, error) = match &result {
+        Ok(()) if counts.repos_failed > 0 => (RunStatus::Partial, None),
+        Ok(()) => (RunStatus::Success, None),
+        Err(e) => (RunStatus::Failed, Some(failure_message(e))),
+    };
+    if let Err(e) = &result {
+        tracing::warn!(run_id, error = %e, "run failed");
+    }
+    run.finish(&ws.pool, status, &counts, error).await?;
+    Ok(RunReport {
+        run_id,
+        status,
+        counts,
+        error: error.map(str::to_owned),
+    })
+}
+
+async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Result<(), SyncError> {
+    let listed_at: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
+        .fetch_one(&ws.pool)
+        .await?;
+    let listing = match ws.client.list_installation_repos().await {
+        Ok(l) => l,
+        Err(e @ GithubError::InstallationUnavailable { .. }) => {
+            // Deleted or suspended: every repository is marked error, all content is kept.
+            removal::mark_installation_unavailable(&ws.pool).await?;
+            return Err(SyncError::RunStopped(e));
+        }
+        // A failed listing removes nothing and leaves every marker.
+        Err(e) => return Err(SyncError::RunStopped(e)),
+    };
+    let wanted: Vec<RepoInfo> = listing
+        .iter()
+        .filter(|r| selected(&ws.config, r))
+        .cloned()
+        .collect();
+
+    let concurrency = ws.repo_concurrency();
+    let mut stop: Option<SyncError> = None;
+    {
+        let mut results = futures::stream::iter(wanted)
+            .map(|repo| {
+                let ws = ws.clone();
+                async move {
+                    let mut local = RunCounts::default();
+                    let r = sync_listed(&ws, &repo, &mut local).await;
+                    (local, r)
+                }
+            })
+            .buffer_unordered(concurrency);
+        while let Some((local, r)) = results.next().await {
+            counts.merge(&local);
+            if let Err(e) = r {
+                // Run-stopping: the remaining repositories are not attempted.
+                stop = Some(e);
+                break;
+            }
+        }
+    }
+    if let Some(e) = stop {
+        return Err(e);
+    }
+    if !run.lock_held().await {
+        return Err(SyncError::Database(sqlx::Error::Protocol(
+            "run lock lost".into(),
+        )));
+    }
+
+    counts.repos_removed +=
+        match removal::apply_after_listing(&ws.pool, &ws.client, &ws.config, &listing, listed_at)
+            .await
+        {
+            Ok(n) => n,
+            Err(RemovalError::RunStopped(e)) => return Err(SyncError::RunStopped(e)),
+            Err(RemovalError::Database(e)) => return Err(SyncError::Database(e)),
+        };
+    drain_into(ws, run, counts).await
+}
+
+/// One listed repository inside a full run: no marker unless the lock is busy (then the holder
+/// runs another pass for us), so an unchanged repository costs one request and no write.
+async fn sync_listed(
+    ws: &Workspace,
+    repo: &RepoInfo,
+    counts: &mut RunCounts,
+) -> Result<(), SyncError> {
+    let Some(lock) = HeldLock::try_acquire(&ws.pool, repo_key(repo.github_id)).await? else {
+        crate::sync::coalescing::set_marker(ws, repo.github_id).await?;
+        return Ok(());
+    };
+    // The full run's row covers these passes; its lock is checked once the batch is done.
+    run_passes(ws, repo, lock, counts, None).await.map(|_| ())
+}
+
+/// `drainSyncRequests`: every repository with a waiting marker. Records a run only when there is
+/// something to drain.
+pub async fn drain_sync_requests(
+    ws: &Workspace,
+    trigger: Trigger,
+) -> Result<Option<RunReport>, sqlx::Error> {
+    if waiting(ws).await?.is_empty() {
+        return Ok(None);
+    }
+    let mut run = Run::start(&ws.pool, trigger, None).await?;
+    let requests_before = ws.client.requests_made();
+    let mut counts = RunCounts::default();
+    let result = drain_into(ws, &mut run, &mut counts).await;
+    counts.github_requests = ws.client.requests_made().saturating_sub(requests_before);
+    finish(ws, run, counts, result).await.map(Some)
+}
+
+#[derive(sqlx::FromRow)]
+struct WaitingRow {
+    github_id: i64,
+    owner: String,
+    name: String,
+    default_branch: Option<String>,
+    private: bool,
+    archived: bool,
+    html_url: Option<String>,
+    description: Option<String>,
+}
+
+/// Repositories with a waiting marker, oldest request first, described from their stored rows.
+async fn waiting(ws: &Workspace) -> Result<Vec<RepoInfo>, sqlx::Error> {
+    let rows: Vec<WaitingRow> = sqlx::query_as(
+        "SELECT github_id, owner, name, default_branch, private, archived, html_url, description
+         FROM repos WHERE sync_requested_at IS NOT NULL ORDER BY sync_requested_at",
+    )
+    .fetch_all(&ws.pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| RepoInfo {
+            github_id: r.github_id,
+            owner: r.owner,
+            name: r.name,
+            private: r.private,
+            archived: r.archived,
+            default_branch: r.default_branch,
+            html_url: r.html_url,
+            description: r.description,
+        })
+        .collect())
+}
+
+async fn drain_into(
+    ws: &Workspace,
+    run: &mut Run,
+    counts: &mut RunCounts,
+) -> Result<(), SyncError> {
+    for repo in waiting(ws).await? {
+        if !selected(&ws.config, &repo) {
+            continue;
+        }
+        // A busy repository is left to its holder, which looks at the marker after unlocking.
+        let Some(lock) = HeldLock::try_acquire(&ws.pool, repo_key(repo.github_id)).await? else {
+            continue;
+        };
+        run_passes(ws, &repo, lock, counts, Some(&mut *run)).await?;
+    }
+    Ok(())
+}

@@ -1,0 +1,159 @@
+//! Sync runs: every run is a `sync_runs` row with a trigger, a scope and a status, held alive by
+//! a run-level advisory lock for its whole duration (the reaper tells a live `running` row from
+//! one left by a dead process by that lock, never by the row's status).
+
+use serde::{Deserialize, Serialize};
+use sqlx::PgPool;
+
+use crate::sync::lock::{HeldLock, run_key};
+use crate::sync::persist::Counts;
+
+/// What started a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Trigger {
+    Webhook,
+    Manual,
+    Startup,
+    Schedule,
+}
+
+impl Trigger {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Webhook => "webhook",
+            Self::Manual => "manual",
+            Self::Startup => "startup",
+            Self::Schedule => "schedule",
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    Success,
+    Partial,
+    Failed,
+}
+
+impl RunStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Success => "success",
+            Self::Partial => "partial",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// The tallies a run records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunCounts {
+    pub repos_synced: u32,
+    pub repos_unchanged: u32,
+    pub repos_failed: u32,
+    pub repos_removed: u32,
+    pub docs_added: u32,
+    pub docs_changed: u32,
+    pub docs_removed: u32,
+    pub github_requests: u64,
+}
+
+impl RunCounts {
+    pub fn add_content(&mut self, c: &Counts) {
+        self.docs_added += c.added;
+        self.docs_changed += c.changed;
+        self.docs_removed += c.removed;
+    }
+    pub fn merge(&mut self, o: &RunCounts) {
+        self.repos_synced += o.repos_synced;
+        self.repos_unchanged += o.repos_unchanged;
+        self.repos_failed += o.repos_failed;
+        self.repos_removed += o.repos_removed;
+        self.docs_added += o.docs_added;
+        self.docs_changed += o.docs_changed;
+        self.docs_removed += o.docs_removed;
+        self.github_requests += o.github_requests;
+    }
+}
+
+/// A running run: its row and the lock that proves it is alive.
+#[derive(Debug)]
+pub struct Run {
+    pub id: i64,
+    lock: HeldLock,
+}
+
+impl Run {
+    /// Take the run lock, then insert the `running` row that names it: the row never exists
+    /// without its lock being held (until the process dies, which is what the reaper looks for).
+    pub async fn start(
+        pool: &PgPool,
+        trigger: Trigger,
+        scope: Option<&str>,
+    ) -> Result<Self, sqlx::Error> {
+        let id: i64 =
+            sqlx::query_scalar("SELECT nextval(pg_get_serial_sequence('sync_runs', 'id'))")
+                .fetch_one(pool)
+                .await?;
+        let key = run_key(id);
+        let Some(lock) = HeldLock::try_acquire(pool, key).await? else {
+            // Ids are unique, so only a key collision could get here.
+            return Err(sqlx::Error::Protocol("run lock already held".into()));
+        };
+        let inserted = sqlx::query(
+            "INSERT INTO sync_runs (id, trigger, scope, lock_key) OVERRIDING SYSTEM VALUE
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(id)
+        .bind(trigger.as_str())
+        .bind(scope)
+        .bind(key)
+        .execute(pool)
+        .await;
+        if let Err(e) = inserted {
+            lock.release().await;
+            return Err(e);
+        }
+        Ok(Self { id, lock })
+    }
+
+    /// Whether the run still holds its lock (its connection may have been terminated).
+    pub async fn lock_held(&mut self) -> bool {
+        self.lock.is_held().await
+    }
+
+    /// Record the end of the run and release its lock.
+    pub async fn finish(
+        self,
+        pool: &PgPool,
+        status: RunStatus,
+        counts: &RunCounts,
+        error: Option<&str>,
+    ) -> Result<(), sqlx::Error> {
+        let result = sqlx::query(
+            "UPDATE sync_runs SET status = $2, finished_at = now(), error = $3,
+                 repos_synced = $4, repos_unchanged = $5, repos_failed = $6, repos_removed = $7,
+                 docs_added = $8, docs_changed = $9, docs_removed = $10, github_requests = $11
+             WHERE id = $1 AND status = 'running'",
+        )
+        .bind(self.id)
+        .bind(status.as_str())
+        .bind(error)
+        .bind(counts.repos_synced as i32)
+        .bind(counts.repos_unchanged as i32)
+        .bind(counts.repos_failed as i32)
+        .bind(counts.repos_removed as i32)
+        .bind(counts.docs_added as i32)
+        .bind(counts.docs_changed as i32)
+        .bind(counts.docs_removed as i32)
+        .bind(i32::try_from(counts.github_requests).unwrap_or(i32::MAX))
+        .execute(pool)
+        .await;
+        self.lock.release().await;
+        result.map(|_| ())
+    }
+}
