@@ -4,8 +4,8 @@
 
 mod coalescing;
 mod full;
-// mod jobs;
-// mod reaper;
+mod jobs;
+mod reaper;
 
 use std::time::Duration;
 
