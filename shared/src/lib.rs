@@ -4,5 +4,6 @@
 pub mod config;
 pub mod db;
 pub mod envelope;
+pub mod ingest;
 pub mod status;
 pub mod telemetry;
