@@ -3,7 +3,8 @@
 use std::time::Duration;
 
 use http::{Method, StatusCode};
-use lambda_http::{Body, Request, Response};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
 use serde_json::json;
 use sqlx::PgPool;
 
@@ -76,8 +77,22 @@ fn respond(status: StatusCode, body: &serde_json::Value, headers: &[(&str, &str)
         .unwrap_or_else(|_| Response::new(Body::Empty))
 }
 
+/// The route path: API Gateway puts a named stage in front of it (`/prod/api/...`).
+fn route_path(req: &Request) -> &str {
+    let path = req.uri().path();
+    if let Some(RequestContext::ApiGatewayV2(ctx)) = req.request_context_ref()
+        && let Some(stage) = ctx.stage.as_deref()
+        && stage != "$default"
+        && let Some(rest) = path.strip_prefix('/').and_then(|p| p.strip_prefix(stage))
+        && rest.starts_with('/')
+    {
+        return rest;
+    }
+    path
+}
+
 async fn route(state: &IngestState, req: &Request) -> Result<serde_json::Value, IngestError> {
-    match (req.uri().path(), req.method()) {
+    match (route_path(req), req.method()) {
         (HELLO_PATH, &Method::GET) => {
             auth::authenticate(&state.pool, req.headers()).await?;
             Ok(hello_ack())
