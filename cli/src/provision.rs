@@ -81,10 +81,7 @@ pub enum IngestCommand {
     RevokeToken { token_id: i64 },
 }
 
-pub async fn run(
-    config: &shared::config::Config,
-    cmd: IngestCommand,
-) -> anyhow::Result<ExitCode> {
+pub async fn run(config: &shared::config::Config, cmd: IngestCommand) -> anyhow::Result<ExitCode> {
     let tenant = config.tenants.first().context("no tenant configured")?;
     let pool = shared::db::connect(&tenant.database_url, 1).await?;
     match cmd {
@@ -129,7 +126,10 @@ pub async fn run(
         }
         IngestCommand::SetGlobalFeature { state } => {
             provision::set_global_feature(&pool, state.on()).await?;
-            println!("agent session sync globally {}", if state.on() { "on" } else { "off" });
+            println!(
+                "agent session sync globally {}",
+                if state.on() { "on" } else { "off" }
+            );
         }
         IngestCommand::CreateUser { org_id, name } => {
             let id = provision::create_user(&pool, org_id, &name).await?;
@@ -145,7 +145,10 @@ pub async fn run(
             let issued = provision::issue_device_token(&pool, user_id, label.as_deref())
                 .await
                 .with_context(|| format!("user {user_id} not found"))?;
-            eprintln!("token {} issued; it is shown once and cannot be recovered", issued.id);
+            eprintln!(
+                "token {} issued; it is shown once and cannot be recovered",
+                issued.id
+            );
             println!("{}", issued.token);
         }
         IngestCommand::RevokeToken { token_id } => {

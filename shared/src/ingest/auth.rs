@@ -97,7 +97,11 @@ pub async fn authenticate(pool: &PgPool, headers: &HeaderMap) -> Result<Device, 
 }
 
 /// Step 3: the target must belong to the token's user in the token's org.
-pub async fn owns_target(pool: &PgPool, device: &Device, target: &str) -> Result<bool, IngestError> {
+pub async fn owns_target(
+    pool: &PgPool,
+    device: &Device,
+    target: &str,
+) -> Result<bool, IngestError> {
     sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM compute_targets WHERE id = $1 AND user_id = $2 AND org_id = $3)",
     )

@@ -486,7 +486,10 @@ mod tests {
         assert_eq!(whole_number(&json!(5.0)), Some(5));
         assert_eq!(whole_number(&json!(5.5)), None);
         assert_eq!(whole_number(&json!(-1)), None);
-        assert_eq!(whole_number(&json!(9007199254740991u64)), Some(MAX_SAFE_INTEGER));
+        assert_eq!(
+            whole_number(&json!(9007199254740991u64)),
+            Some(MAX_SAFE_INTEGER)
+        );
         assert_eq!(whole_number(&json!(9007199254740992u64)), None);
     }
 

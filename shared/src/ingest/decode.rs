@@ -113,7 +113,10 @@ fn reserve_within(out: &mut Vec<u8>, extra: usize, ceiling: usize) {
     if out.capacity() >= needed {
         return;
     }
-    let target = (out.capacity() * 2).max(needed).max(INFLATE_CHUNK).min(ceiling);
+    let target = (out.capacity() * 2)
+        .max(needed)
+        .max(INFLATE_CHUNK)
+        .min(ceiling);
     out.reserve_exact(target - out.len());
 }
 
@@ -139,7 +142,10 @@ mod tests {
     #[test]
     fn encodings_are_case_insensitive_and_x_gzip_is_gzip() {
         for e in ["gzip", "GZIP", "x-gzip", "X-Gzip", " gzip "] {
-            assert_eq!(content_encoding(&headers(e)).unwrap(), ContentEncoding::Gzip);
+            assert_eq!(
+                content_encoding(&headers(e)).unwrap(),
+                ContentEncoding::Gzip
+            );
         }
         assert_eq!(
             content_encoding(&headers("IDENTITY")).unwrap(),

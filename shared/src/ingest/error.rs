@@ -88,7 +88,10 @@ mod tests {
         assert_eq!(IngestError::PayloadTooLarge.code(), None);
         assert_eq!(IngestError::bad_request("x").code(), None);
         assert_eq!(IngestError::TargetNotOwned.code(), Some("target_not_owned"));
-        assert_eq!(IngestError::FeatureDisabled.code(), Some("feature_disabled"));
+        assert_eq!(
+            IngestError::FeatureDisabled.code(),
+            Some("feature_disabled")
+        );
         assert_eq!(
             IngestError::ChunkOutOfSequence.code(),
             Some("chunk_out_of_sequence")

@@ -34,7 +34,11 @@ pub async fn handle(state: &IngestState, req: Request) -> Response<Body> {
     let elapsed: Duration = started.elapsed();
     match result {
         Ok(data) => {
-            tracing::info!(path = req.uri().path(), elapsed_ms = elapsed.as_millis() as u64, "ingest ok");
+            tracing::info!(
+                path = req.uri().path(),
+                elapsed_ms = elapsed.as_millis() as u64,
+                "ingest ok"
+            );
             respond(StatusCode::OK, &envelope::success(data), &[])
         }
         Err(e) => {
@@ -65,7 +69,11 @@ pub fn error_response(e: &IngestError) -> Response<Body> {
     respond(e.status(), &body, headers)
 }
 
-fn respond(status: StatusCode, body: &serde_json::Value, headers: &[(&str, &str)]) -> Response<Body> {
+fn respond(
+    status: StatusCode,
+    body: &serde_json::Value,
+    headers: &[(&str, &str)],
+) -> Response<Body> {
     let mut builder = Response::builder()
         .status(status)
         .header("content-type", "application/json");

@@ -28,8 +28,16 @@ pub fn sanitize(s: &Session, frustration_opt_in: bool) -> Sanitized {
     put(&mut blob, "model", s.model.as_ref().map(|v| json!(v)));
     put(&mut blob, "title", s.title.as_ref().map(|v| json!(v)));
     put(&mut blob, "status", s.status.as_ref().map(|v| json!(v)));
-    put(&mut blob, "startedAt", s.started_at.as_ref().map(|t| json!(t.raw)));
-    put(&mut blob, "endedAt", s.ended_at.as_ref().map(|t| json!(t.raw)));
+    put(
+        &mut blob,
+        "startedAt",
+        s.started_at.as_ref().map(|t| json!(t.raw)),
+    );
+    put(
+        &mut blob,
+        "endedAt",
+        s.ended_at.as_ref().map(|t| json!(t.raw)),
+    );
     if let Some(r) = &s.repository {
         let mut o = Map::new();
         put(&mut o, "remoteUrl", r.remote_url.as_ref().map(|v| json!(v)));
@@ -41,8 +49,16 @@ pub fn sanitize(s: &Session, frustration_opt_in: bool) -> Sanitized {
         let mut o = Map::new();
         put(&mut o, "inputTokens", u.input_tokens.map(|v| json!(v)));
         put(&mut o, "outputTokens", u.output_tokens.map(|v| json!(v)));
-        put(&mut o, "cacheReadTokens", u.cache_read_tokens.map(|v| json!(v)));
-        put(&mut o, "cacheWriteTokens", u.cache_write_tokens.map(|v| json!(v)));
+        put(
+            &mut o,
+            "cacheReadTokens",
+            u.cache_read_tokens.map(|v| json!(v)),
+        );
+        put(
+            &mut o,
+            "cacheWriteTokens",
+            u.cache_write_tokens.map(|v| json!(v)),
+        );
         put(&mut o, "costUsd", u.cost_usd.map(|v| json!(v)));
         blob.insert("usage".into(), Value::Object(o));
     }
@@ -95,10 +111,11 @@ mod tests {
 
     #[test]
     fn merge_keeps_omitted_and_replaces_present() {
-        let mut stored = json!({"title": "a", "tokenEvents": [1], "usage": {"inputTokens": 1, "costUsd": 2.0}})
-            .as_object()
-            .cloned()
-            .unwrap();
+        let mut stored =
+            json!({"title": "a", "tokenEvents": [1], "usage": {"inputTokens": 1, "costUsd": 2.0}})
+                .as_object()
+                .cloned()
+                .unwrap();
         let newer = json!({"tokenEvents": [], "usage": {"inputTokens": 5}})
             .as_object()
             .cloned()

@@ -107,7 +107,10 @@ fn plan_session<'a>(
     let mut applied = false;
     let mut replace_events = false;
     for s in chunks {
-        if state.updated_at.is_some_and(|stored| s.updated_at.at < stored) {
+        if state
+            .updated_at
+            .is_some_and(|stored| s.updated_at.at < stored)
+        {
             // No regression: an older device state is acknowledged and not applied.
             continue;
         }
@@ -204,23 +207,25 @@ async fn load(
     .map_err(db_failure("load sessions"))?;
     Ok(rows
         .into_iter()
-        .map(|(id, sid, updated_at, committed, pending, payload, frustration)| {
-            let payload = match payload {
-                Value::Object(m) => m,
-                _ => Map::new(),
-            };
-            (
-                sid,
-                Stored {
-                    id: Some(id),
-                    updated_at: Some(updated_at),
-                    committed,
-                    pending,
-                    payload,
-                    frustration,
-                },
-            )
-        })
+        .map(
+            |(id, sid, updated_at, committed, pending, payload, frustration)| {
+                let payload = match payload {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                };
+                (
+                    sid,
+                    Stored {
+                        id: Some(id),
+                        updated_at: Some(updated_at),
+                        committed,
+                        pending,
+                        payload,
+                        frustration,
+                    },
+                )
+            },
+        )
         .collect())
 }
 
@@ -237,7 +242,9 @@ fn time(blob: &Map<String, Value>, key: &str) -> Option<DateTime<Utc>> {
 }
 
 fn int(blob: &Map<String, Value>, path: &[&str]) -> Option<i64> {
-    lookup(blob, path)?.as_u64().and_then(|v| i64::try_from(v).ok())
+    lookup(blob, path)?
+        .as_u64()
+        .and_then(|v| i64::try_from(v).ok())
 }
 
 fn lookup<'m>(blob: &'m Map<String, Value>, path: &[&str]) -> Option<&'m Value> {
@@ -367,7 +374,10 @@ async fn write_sessions(
             p.state.id = ids.get(p.session_id).copied();
         }
         if p.state.id.is_none() {
-            tracing::error!(session_id = p.session_id, "session row has no id after upsert");
+            tracing::error!(
+                session_id = p.session_id,
+                "session row has no id after upsert"
+            );
             return Err(IngestError::IngestionFailed);
         }
     }

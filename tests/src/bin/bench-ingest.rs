@@ -101,14 +101,23 @@ fn ms(d: Duration) -> f64 {
 
 #[tokio::main]
 async fn main() {
-    let runs: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
-    let profile = if cfg!(debug_assertions) { "debug" } else { "release" };
+    let runs: usize = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(50);
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "release"
+    };
     println!("bench-ingest ({profile} build), {runs} runs");
 
     // Size the events so the batch lands just under 4 MiB decoded.
     let mut n_events = 10;
     loop {
-        let len = serde_json::to_vec(&envelope("size", n_events)).unwrap().len();
+        let len = serde_json::to_vec(&envelope("size", n_events))
+            .unwrap()
+            .len();
         if len >= DECODED_GOAL {
             n_events -= 1;
             break;
@@ -122,19 +131,37 @@ async fn main() {
         sample.len(),
         sample_gz.len()
     );
-    assert!(sample_gz.len() <= MAX_WIRE_BYTES, "the bench batch must fit the wire cap");
+    assert!(
+        sample_gz.len() <= MAX_WIRE_BYTES,
+        "the bench batch must fit the wire cap"
+    );
 
     let db = TestDb::new().await;
     let org = provision::create_org(
         &db.pool,
-        &NewOrg { name: "bench", sync_policy: Some(true), feature_gate: true, frustration_opt_in: false },
+        &NewOrg {
+            name: "bench",
+            sync_policy: Some(true),
+            feature_gate: true,
+            frustration_opt_in: false,
+        },
     )
     .await
     .unwrap();
-    let user = provision::create_user(&db.pool, org, "bench").await.unwrap();
-    provision::create_compute_target(&db.pool, user, TARGET).await.unwrap();
-    let token = provision::issue_device_token(&db.pool, user, None).await.unwrap().token;
-    let state = IngestState { pool: db.pool.clone(), rate_limit_per_minute: 1_000_000 };
+    let user = provision::create_user(&db.pool, org, "bench")
+        .await
+        .unwrap();
+    provision::create_compute_target(&db.pool, user, TARGET)
+        .await
+        .unwrap();
+    let token = provision::issue_device_token(&db.pool, user, None)
+        .await
+        .unwrap()
+        .token;
+    let state = IngestState {
+        pool: db.pool.clone(),
+        rate_limit_per_minute: 1_000_000,
+    };
 
     // 1. Handler time: every run is a fresh batch (new sessions: the full insert path).
     let hwm_before = vm_hwm_kib();
@@ -216,8 +243,10 @@ async fn main() {
     let mut upserts = Vec::new();
     let mut copies = Vec::new();
     for run in 0..runs.min(20) {
-        let doc = strict_json::parse(&serde_json::to_vec(&envelope(&format!("up{run}"), n_events)).unwrap())
-            .unwrap();
+        let doc = strict_json::parse(
+            &serde_json::to_vec(&envelope(&format!("up{run}"), n_events)).unwrap(),
+        )
+        .unwrap();
         let parsed = batch::parse(&doc).unwrap();
         let t = Instant::now();
         shared::ingest::upsert::upsert(&db.pool, org, TARGET, &parsed.sessions, false)
@@ -250,7 +279,11 @@ async fn main() {
 /// The same session and event rows, by COPY in one transaction; only the database work is timed
 /// (the COPY text is built outside the clock).
 async fn copy_rows(pool: &sqlx::PgPool, org: i64, sessions: &[batch::Session]) -> Duration {
-    let esc = |s: &str| s.replace('\\', "\\\\").replace('\t', "\\t").replace('\n', "\\n");
+    let esc = |s: &str| {
+        s.replace('\\', "\\\\")
+            .replace('\t', "\\t")
+            .replace('\n', "\\n")
+    };
     let mut session_text = String::new();
     for s in sessions {
         let payload = shared::ingest::sanitize::sanitize(s, false).blob;

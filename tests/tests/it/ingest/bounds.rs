@@ -67,7 +67,10 @@ async fn any_other_encoding_is_415() {
     let env = env().await;
     for enc in ["br", "deflate", "zstd"] {
         let r = env
-            .post_raw(&[("content-encoding", enc)], &serde_json::to_vec(&one()).unwrap())
+            .post_raw(
+                &[("content-encoding", enc)],
+                &serde_json::to_vec(&one()).unwrap(),
+            )
             .await;
         assert_eq!(r.status, 415, "{enc}");
     }
@@ -83,7 +86,10 @@ async fn content_encoding_is_case_insensitive_and_x_gzip_means_gzip() {
         assert_eq!(r.status, 200, "{enc}: {}", r.body);
     }
     let r = env
-        .post_raw(&[("content-encoding", "Identity")], &serde_json::to_vec(&one()).unwrap())
+        .post_raw(
+            &[("content-encoding", "Identity")],
+            &serde_json::to_vec(&one()).unwrap(),
+        )
         .await;
     assert_eq!(r.status, 200);
 }
@@ -117,7 +123,9 @@ async fn the_header_not_the_envelope_encoding_field_decides_gzip() {
     // Gzip bytes without the header are not JSON, whatever the envelope would say.
     let mut doc = batch(vec![session("s3", "r1", "2026-01-01T00:00:00Z")]);
     doc["encoding"] = json!("gzip");
-    let r = env.post_raw(&[], &gzip(&serde_json::to_vec(&doc).unwrap())).await;
+    let r = env
+        .post_raw(&[], &gzip(&serde_json::to_vec(&doc).unwrap()))
+        .await;
     assert_eq!((r.status, r.code()), (400, None));
     assert_eq!(env.written().await.0, 2);
 }
@@ -186,7 +194,11 @@ async fn a_gzip_bomb_is_413_and_inflation_stops_at_the_cap() {
         Err(InflateError::TooLarge)
     );
     assert_eq!(out.len(), MAX_DECODED_BYTES + 1);
-    assert!(out.capacity() <= MAX_DECODED_BYTES + 1, "{}", out.capacity());
+    assert!(
+        out.capacity() <= MAX_DECODED_BYTES + 1,
+        "{}",
+        out.capacity()
+    );
 }
 
 #[tokio::test]

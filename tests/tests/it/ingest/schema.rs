@@ -39,9 +39,13 @@ async fn session_count_must_equal_the_number_of_sessions() {
 async fn a_batch_carries_1_to_200_sessions() {
     let env = env().await;
     assert_refused_400(&env, &batch(vec![])).await;
-    let many: Vec<Value> = (0..201).map(|i| session(&format!("s{i}"), "r", T)).collect();
+    let many: Vec<Value> = (0..201)
+        .map(|i| session(&format!("s{i}"), "r", T))
+        .collect();
     assert_refused_400(&env, &batch(many)).await;
-    let max: Vec<Value> = (0..200).map(|i| session(&format!("s{i}"), "r", T)).collect();
+    let max: Vec<Value> = (0..200)
+        .map(|i| session(&format!("s{i}"), "r", T))
+        .collect();
     assert_eq!(env.post(&batch(max)).await.status, 200);
     assert_eq!(env.written().await.0, 200);
 }
@@ -79,7 +83,10 @@ async fn a_missing_or_non_string_compute_target_id_is_400() {
     doc["computeTargetId"] = json!(42);
     assert_refused_400(&env, &doc).await;
     assert_refused_400(&env, &json!([1, 2])).await;
-    assert_eq!(env.count("SELECT count(*) FROM ingest_rate_limits").await, 0);
+    assert_eq!(
+        env.count("SELECT count(*) FROM ingest_rate_limits").await,
+        0
+    );
 }
 
 #[tokio::test]
@@ -94,7 +101,10 @@ async fn wrong_types_are_400() {
         ("usage", json!({"inputTokens": "5"})),
         ("usage", json!({"costUsd": "1"})),
         ("events", json!({"seq": 1})),
-        ("tokenEvents", json!([{"ts": T, "inputTokens": 1.5, "outputTokens": 1}])),
+        (
+            "tokenEvents",
+            json!([{"ts": T, "inputTokens": 1.5, "outputTokens": 1}]),
+        ),
         ("artifactRefs", json!([{"kind": "file", "ref": 7}])),
         ("chunk", json!({"index": "0", "total": 1})),
         ("frustration", json!({"score": 2, "signals": []})),
@@ -117,7 +127,8 @@ async fn negative_numbers_are_400() {
     assert_refused_400(&env, &doc).await;
     let doc = with_session(|s| s["events"] = json!([{"seq": -1, "ts": T, "kind": "k"}]));
     assert_refused_400(&env, &doc).await;
-    let doc = with_session(|s| s["events"] = json!([{"seq": 9007199254740992u64, "ts": T, "kind": "k"}]));
+    let doc =
+        with_session(|s| s["events"] = json!([{"seq": 9007199254740992u64, "ts": T, "kind": "k"}]));
     assert_refused_400(&env, &doc).await;
 }
 

@@ -27,7 +27,11 @@ async fn a_stale_clients_summary_and_data_never_reach_the_database() {
     .unwrap();
     assert!(!everything.contains("SECRET-SUMMARY-TEXT"));
     assert!(!everything.contains("SECRET-DATA-TEXT"));
-    assert_eq!(env.event_seqs("s1").await, vec![1], "the event's metadata is kept");
+    assert_eq!(
+        env.event_seqs("s1").await,
+        vec![1],
+        "the event's metadata is kept"
+    );
 }
 
 #[tokio::test]
@@ -54,7 +58,11 @@ async fn frustration_is_stored_only_when_the_org_opted_in() {
     s["frustration"] = frustration.clone();
     assert_eq!(env.post(&batch(vec![s.clone()])).await.status, 200);
     let row = env.session_row("s1").await;
-    assert_eq!(row["frustration"], Value::Null, "not opted in: the column stays null");
+    assert_eq!(
+        row["frustration"],
+        Value::Null,
+        "not opted in: the column stays null"
+    );
     assert!(!row.to_string().contains("retry-loop"));
 
     let env = env_with(
@@ -80,7 +88,8 @@ async fn promoted_columns_and_the_compact_blob() {
     s["status"] = json!("done");
     s["startedAt"] = json!("2026-01-01T00:00:00+02:00");
     s["endedAt"] = json!(T1);
-    s["repository"] = json!({"remoteUrl": "git@github.com:acme/app", "branch": "main", "commitSha": "abc"});
+    s["repository"] =
+        json!({"remoteUrl": "git@github.com:acme/app", "branch": "main", "commitSha": "abc"});
     s["usage"] = json!({"inputTokens": 100, "outputTokens": 50, "cacheReadTokens": 7, "cacheWriteTokens": 8, "costUsd": 0.25});
     s["events"] = events([1, 2, 3]);
     assert_eq!(env.post(&batch(vec![s])).await.status, 200);
@@ -97,7 +106,10 @@ async fn promoted_columns_and_the_compact_blob() {
     assert_eq!(row["event_count"], 3);
     assert_eq!(row["committed_revision"], "r1");
     assert_eq!(row["payload"]["title"], "Fix the build");
-    assert!(row["payload"].get("events").is_none(), "events live in their own rows");
+    assert!(
+        row["payload"].get("events").is_none(),
+        "events live in their own rows"
+    );
 }
 
 #[tokio::test]
@@ -119,7 +131,10 @@ async fn an_omitted_array_keeps_stored_data_and_an_empty_one_clears_it() {
     assert_eq!(env.post(&batch(vec![s])).await.status, 200);
     let row = env.session_row("s1").await;
     assert_eq!(row["title"], "kept");
-    assert_eq!(row["input_tokens"], 5, "an omitted field of the rollup is kept");
+    assert_eq!(
+        row["input_tokens"], 5,
+        "an omitted field of the rollup is kept"
+    );
     assert_eq!(row["output_tokens"], 9);
     assert_eq!(row["payload"]["tokenEvents"].as_array().unwrap().len(), 1);
     assert_eq!(row["payload"]["artifactRefs"].as_array().unwrap().len(), 1);
@@ -229,7 +244,10 @@ async fn a_database_failure_is_500_ingestion_failed_and_nothing_partial_remains(
     s["events"] = events([1, 1000]);
     let r = env.post(&batch(vec![session("s0", "r1", T1), s])).await;
     assert_eq!((r.status, r.code()), (500, Some("ingestion_failed")));
-    assert!(!r.body.to_string().contains("test_seq_cap"), "no internal detail in the answer");
+    assert!(
+        !r.body.to_string().contains("test_seq_cap"),
+        "no internal detail in the answer"
+    );
     assert_eq!(env.written().await, (0, 0));
 }
 
@@ -239,11 +257,19 @@ async fn the_schema_keeps_bad_ingest_states_out() {
     let pool = &env.db.pool;
     let other_org = shared::ingest::provision::create_org(
         pool,
-        &NewOrg { name: "other", sync_policy: None, feature_gate: true, frustration_opt_in: false },
+        &NewOrg {
+            name: "other",
+            sync_policy: None,
+            feature_gate: true,
+            frustration_opt_in: false,
+        },
     )
     .await
     .unwrap();
-    let user: i64 = sqlx::query_scalar("SELECT id FROM users LIMIT 1").fetch_one(pool).await.unwrap();
+    let user: i64 = sqlx::query_scalar("SELECT id FROM users LIMIT 1")
+        .fetch_one(pool)
+        .await
+        .unwrap();
     assert!(
         sqlx::query("INSERT INTO compute_targets (id, user_id, org_id) VALUES ('x', $1, $2)")
             .bind(user)
@@ -260,11 +286,20 @@ async fn the_schema_keeps_bad_ingest_states_out() {
             .is_err(),
         "only 32-byte hashes are stored"
     );
-    assert_eq!(env.post(&batch(vec![{
-        let mut s = session("s1", "r1", T1);
-        s["events"] = events([1]);
-        s
-    }])).await.status, 200);
+    assert_eq!(
+        env.post(&batch(vec![{
+            let mut s = session("s1", "r1", T1);
+            s["events"] = events([1]);
+            s
+        }]))
+        .await
+        .status,
+        200
+    );
     sqlx::query("DELETE FROM orgs").execute(pool).await.unwrap();
-    assert_eq!(env.written().await, (0, 0), "deleting an org cascades to its sessions and events");
+    assert_eq!(
+        env.written().await,
+        (0, 0),
+        "deleting an org cascades to its sessions and events"
+    );
 }

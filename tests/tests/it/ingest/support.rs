@@ -131,12 +131,19 @@ impl Env {
         let auth = self.bearer();
         let mut headers = vec![("authorization", auth.as_str())];
         headers.extend_from_slice(extra);
-        send(self, apigw("POST", "/api/agent-sessions/sync", &headers, body)).await
+        send(
+            self,
+            apigw("POST", "/api/agent-sessions/sync", &headers, body),
+        )
+        .await
     }
 
     pub async fn post(&self, doc: &Value) -> Reply {
-        self.post_raw(&[("content-type", "application/json")], &serde_json::to_vec(doc).unwrap())
-            .await
+        self.post_raw(
+            &[("content-type", "application/json")],
+            &serde_json::to_vec(doc).unwrap(),
+        )
+        .await
     }
 
     pub async fn post_gzip(&self, doc: &Value) -> Reply {
@@ -158,7 +165,8 @@ impl Env {
     pub async fn written(&self) -> (i64, i64) {
         (
             self.count("SELECT count(*) FROM agent_sessions").await,
-            self.count("SELECT count(*) FROM agent_session_events").await,
+            self.count("SELECT count(*) FROM agent_session_events")
+                .await,
         )
     }
 
