@@ -5,6 +5,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod provision;
+
 #[derive(Parser)]
 #[command(name = "syncplane", version, about = "syncplane operator tool")]
 struct Cli {
@@ -22,6 +24,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Provision agent session ingest: orgs, users, compute targets, device tokens.
+    #[command(subcommand)]
+    Ingest(provision::IngestCommand),
 }
 
 #[tokio::main]
@@ -38,6 +43,7 @@ async fn main() -> ExitCode {
     let result = match cli.command {
         Command::Migrate => migrate(&config).await,
         Command::Status { json } => status(&config, json).await,
+        Command::Ingest(cmd) => provision::run(&config, cmd).await,
     };
     match result {
         Ok(code) => code,

@@ -5,6 +5,7 @@ pub mod config;
 pub mod db;
 pub mod envelope;
 pub mod github;
+pub mod ingest;
 pub mod jobs;
 pub mod scheduler;
 pub mod status;

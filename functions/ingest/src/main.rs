@@ -1,19 +1,28 @@
-//! Thin Lambda entry point: logging, then the handler from `shared` (added with its issue).
+//! Thin Lambda entry point for `POST /api/agent-sessions/sync` and `GET /api/agent-sessions/hello`:
+//! logging, configuration, a lazily connected pool kept across invocations, then
+//! `shared::ingest::handle`.
 
-use lambda_http::{Body, Error, Request, Response, run, service_fn};
+use lambda_http::{Error, Request, run, service_fn};
+use shared::ingest::{IngestState, handle};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
-    run(service_fn(|_req: Request| async {
-        Ok::<_, Error>(
-            Response::builder()
-                .status(501)
-                .header("content-type", "application/json")
-                .body(Body::from(
-                    r#"{"success":false,"error":{"message":"not implemented","code":"not_implemented"}}"#,
-                ))?,
-        )
+    let config = shared::config::from_env()?;
+    // Ingest serves the FIRST configured tenant's database: device tokens carry no tenant, so a
+    // multi-tenant deployment runs one ingest function per tenant database.
+    let tenant = config
+        .tenants
+        .first()
+        .ok_or("no tenant configured (DATABASE_URL or TENANTS_FILE)")?;
+    let pool = shared::db::lazy_pool(&tenant.database_url, shared::db::DEFAULT_POOL_SIZE)?;
+    let state = IngestState {
+        pool,
+        rate_limit_per_minute: config.ingest_rate_limit_per_minute,
+    };
+    let state = &state;
+    run(service_fn(move |req: Request| async move {
+        Ok::<_, Error>(handle(state, req).await)
     }))
     .await
 }

@@ -3,5 +3,6 @@
 mod engine;
 mod fake_github;
 mod github_client;
+mod ingest;
 mod migrations;
 mod runs;

@@ -1,0 +1,162 @@
+//! `syncplane ingest ...`: provisioning for agent session ingest, on the first configured
+//! tenant's database (the one the ingest function serves).
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Subcommand, ValueEnum};
+use shared::ingest::provision::{self, NewOrg};
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Switch {
+    On,
+    Off,
+}
+
+impl Switch {
+    fn on(self) -> bool {
+        matches!(self, Switch::On)
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Policy {
+    On,
+    Off,
+    /// No policy row at all (ingest treats it as disabled).
+    None,
+}
+
+impl Policy {
+    fn value(self) -> Option<bool> {
+        match self {
+            Policy::On => Some(true),
+            Policy::Off => Some(false),
+            Policy::None => None,
+        }
+    }
+}
+
+#[derive(Subcommand)]
+pub enum IngestCommand {
+    /// Create an org; prints its id.
+    CreateOrg {
+        name: String,
+        /// The org's session sync policy.
+        #[arg(long, value_enum, default_value = "on")]
+        sync_policy: Policy,
+        /// The org-level feature gate.
+        #[arg(long, value_enum, default_value = "on")]
+        feature_gate: Switch,
+        /// Store the frustration signal.
+        #[arg(long, value_enum, default_value = "off")]
+        frustration: Switch,
+    },
+    /// Change an org's policy, gate or frustration opt-in.
+    SetOrg {
+        org_id: i64,
+        #[arg(long, value_enum)]
+        sync_policy: Option<Policy>,
+        #[arg(long, value_enum)]
+        feature_gate: Option<Switch>,
+        #[arg(long, value_enum)]
+        frustration: Option<Switch>,
+    },
+    /// Switch the capability on or off globally.
+    SetGlobalFeature {
+        #[arg(value_enum)]
+        state: Switch,
+    },
+    /// Create a user in an org; prints its id.
+    CreateUser { org_id: i64, name: String },
+    /// Register a compute target id as a user's.
+    CreateTarget { user_id: i64, target_id: String },
+    /// Issue a device token for a user; the token is printed once and never stored.
+    IssueToken {
+        user_id: i64,
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// Revoke a device token by its id.
+    RevokeToken { token_id: i64 },
+}
+
+pub async fn run(config: &shared::config::Config, cmd: IngestCommand) -> anyhow::Result<ExitCode> {
+    let tenant = config.tenants.first().context("no tenant configured")?;
+    let pool = shared::db::connect(&tenant.database_url, 1).await?;
+    match cmd {
+        IngestCommand::CreateOrg {
+            name,
+            sync_policy,
+            feature_gate,
+            frustration,
+        } => {
+            let id = provision::create_org(
+                &pool,
+                &NewOrg {
+                    name: &name,
+                    sync_policy: sync_policy.value(),
+                    feature_gate: feature_gate.on(),
+                    frustration_opt_in: frustration.on(),
+                },
+            )
+            .await?;
+            println!("org {id}");
+        }
+        IngestCommand::SetOrg {
+            org_id,
+            sync_policy,
+            feature_gate,
+            frustration,
+        } => {
+            let mut found = provision::set_org_flags(
+                &pool,
+                org_id,
+                feature_gate.map(Switch::on),
+                frustration.map(Switch::on),
+            )
+            .await?;
+            if let Some(policy) = sync_policy {
+                found &= provision::set_sync_policy(&pool, org_id, policy.value()).await?;
+            }
+            if !found {
+                anyhow::bail!("org {org_id} not found");
+            }
+            println!("org {org_id} updated");
+        }
+        IngestCommand::SetGlobalFeature { state } => {
+            provision::set_global_feature(&pool, state.on()).await?;
+            println!(
+                "agent session sync globally {}",
+                if state.on() { "on" } else { "off" }
+            );
+        }
+        IngestCommand::CreateUser { org_id, name } => {
+            let id = provision::create_user(&pool, org_id, &name).await?;
+            println!("user {id}");
+        }
+        IngestCommand::CreateTarget { user_id, target_id } => {
+            provision::create_compute_target(&pool, user_id, &target_id)
+                .await
+                .with_context(|| format!("user {user_id} not found or target exists"))?;
+            println!("compute target {target_id}");
+        }
+        IngestCommand::IssueToken { user_id, label } => {
+            let issued = provision::issue_device_token(&pool, user_id, label.as_deref())
+                .await
+                .with_context(|| format!("user {user_id} not found"))?;
+            eprintln!(
+                "token {} issued; it is shown once and cannot be recovered",
+                issued.id
+            );
+            println!("{}", issued.token);
+        }
+        IngestCommand::RevokeToken { token_id } => {
+            if !provision::revoke_device_token(&pool, token_id).await? {
+                anyhow::bail!("token {token_id} not found or already revoked");
+            }
+            println!("token {token_id} revoked");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,101 @@
+//! The one error type of the ingest surface: each variant has its HTTP status and its stable code,
+//! or none where the contract says the status carries none (400 and 413 never do; 403 and 409
+//! always do). Internal detail goes to the logs, never into a response.
+
+use http::StatusCode;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("not found")]
+    NotFound,
+    #[error("method not allowed")]
+    MethodNotAllowed { allow: &'static str },
+    /// Token missing, unknown or revoked.
+    #[error("missing or invalid device token")]
+    Unauthenticated,
+    /// The wire or the decoded size cap.
+    #[error("request body too large")]
+    PayloadTooLarge,
+    #[error("unsupported content encoding")]
+    UnsupportedEncoding,
+    /// The message says what was wrong with the payload (never an internal detail).
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("compute target is not owned by this device's user")]
+    TargetNotOwned,
+    #[error("rate limit exceeded")]
+    RateLimited { retry_after_secs: u64 },
+    #[error("agent session sync is disabled for this organization")]
+    FeatureDisabled,
+    #[error("chunk out of sequence")]
+    ChunkOutOfSequence,
+    /// The database failed; the detail was logged where it happened.
+    #[error("ingestion failed")]
+    IngestionFailed,
+}
+
+impl IngestError {
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::BadRequest(message.into())
+    }
+
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::NotFound => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::UnsupportedEncoding => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::TargetNotOwned | Self::FeatureDisabled => StatusCode::FORBIDDEN,
+            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::ChunkOutOfSequence => StatusCode::CONFLICT,
+            Self::IngestionFailed => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    /// The stable machine-readable code, where the contract gives one.
+    pub fn code(&self) -> Option<&'static str> {
+        match self {
+            Self::NotFound => Some("not_found"),
+            Self::MethodNotAllowed { .. } => Some("method_not_allowed"),
+            Self::Unauthenticated => Some("unauthenticated"),
+            Self::PayloadTooLarge | Self::BadRequest(_) => None,
+            Self::UnsupportedEncoding => Some("unsupported_encoding"),
+            Self::TargetNotOwned => Some("target_not_owned"),
+            Self::RateLimited { .. } => Some("rate_limited"),
+            Self::FeatureDisabled => Some("feature_disabled"),
+            Self::ChunkOutOfSequence => Some("chunk_out_of_sequence"),
+            Self::IngestionFailed => Some("ingestion_failed"),
+        }
+    }
+}
+
+/// A database failure: logged here with its detail, answered as 500 `ingestion_failed`.
+pub(crate) fn db_failure(context: &'static str) -> impl FnOnce(sqlx::Error) -> IngestError {
+    move |e| {
+        tracing::error!(error = %e, context, "ingest database failure");
+        IngestError::IngestionFailed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_only_where_the_contract_puts_them() {
+        assert_eq!(IngestError::PayloadTooLarge.code(), None);
+        assert_eq!(IngestError::bad_request("x").code(), None);
+        assert_eq!(IngestError::TargetNotOwned.code(), Some("target_not_owned"));
+        assert_eq!(
+            IngestError::FeatureDisabled.code(),
+            Some("feature_disabled")
+        );
+        assert_eq!(
+            IngestError::ChunkOutOfSequence.code(),
+            Some("chunk_out_of_sequence")
+        );
+        assert_eq!(IngestError::IngestionFailed.status(), 500);
+    }
+}

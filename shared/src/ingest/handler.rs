@@ -1,0 +1,179 @@
+//! The ingest endpoint: routes, the contract's order of work, and the response envelope.
+
+use std::time::Duration;
+
+use http::{Method, StatusCode};
+use lambda_http::request::RequestContext;
+use lambda_http::{Body, Request, RequestExt, Response};
+use serde_json::json;
+use sqlx::PgPool;
+
+use super::auth::{self, Device};
+use super::error::IngestError;
+use super::{
+    MAX_DECODED_BYTES, MAX_SESSIONS_PER_BATCH, MAX_WIRE_BYTES, SCHEMA_VERSION, batch, decode,
+    rate_limit, strict_json, upsert,
+};
+use crate::envelope;
+
+pub const HELLO_PATH: &str = "/api/agent-sessions/hello";
+pub const SYNC_PATH: &str = "/api/agent-sessions/sync";
+
+/// Built once per execution environment and kept across invocations.
+#[derive(Clone)]
+pub struct IngestState {
+    pub pool: PgPool,
+    /// Batches per minute per compute target (`INGEST_RATE_LIMIT_PER_MINUTE`).
+    pub rate_limit_per_minute: u32,
+}
+
+/// Answer one request; never fails (every error is an enveloped response).
+pub async fn handle(state: &IngestState, req: Request) -> Response<Body> {
+    let started = std::time::Instant::now();
+    let result = route(state, &req).await;
+    let elapsed: Duration = started.elapsed();
+    match result {
+        Ok(data) => {
+            tracing::info!(
+                path = req.uri().path(),
+                elapsed_ms = elapsed.as_millis() as u64,
+                "ingest ok"
+            );
+            respond(StatusCode::OK, &envelope::success(data), &[])
+        }
+        Err(e) => {
+            tracing::info!(
+                path = req.uri().path(),
+                status = e.status().as_u16(),
+                code = e.code(),
+                elapsed_ms = elapsed.as_millis() as u64,
+                "ingest refused"
+            );
+            error_response(&e)
+        }
+    }
+}
+
+/// The failure envelope with the status, code and headers of `e`.
+pub fn error_response(e: &IngestError) -> Response<Body> {
+    let body = envelope::failure(&e.to_string(), e.code());
+    let retry;
+    let headers: &[(&str, &str)] = match e {
+        IngestError::RateLimited { retry_after_secs } => {
+            retry = retry_after_secs.to_string();
+            &[("retry-after", retry.as_str())]
+        }
+        IngestError::MethodNotAllowed { allow } => &[("allow", allow)],
+        _ => &[],
+    };
+    respond(e.status(), &body, headers)
+}
+
+fn respond(
+    status: StatusCode,
+    body: &serde_json::Value,
+    headers: &[(&str, &str)],
+) -> Response<Body> {
+    let mut builder = Response::builder()
+        .status(status)
+        .header("content-type", "application/json");
+    for (name, value) in headers {
+        builder = builder.header(*name, *value);
+    }
+    builder
+        .body(Body::Text(body.to_string()))
+        .unwrap_or_else(|_| Response::new(Body::Empty))
+}
+
+/// The route path: API Gateway puts a named stage in front of it (`/prod/api/...`).
+fn route_path(req: &Request) -> &str {
+    let path = req.uri().path();
+    if let Some(RequestContext::ApiGatewayV2(ctx)) = req.request_context_ref()
+        && let Some(stage) = ctx.stage.as_deref()
+        && stage != "$default"
+        && let Some(rest) = path.strip_prefix('/').and_then(|p| p.strip_prefix(stage))
+        && rest.starts_with('/')
+    {
+        return rest;
+    }
+    path
+}
+
+async fn route(state: &IngestState, req: &Request) -> Result<serde_json::Value, IngestError> {
+    match (route_path(req), req.method()) {
+        (HELLO_PATH, &Method::GET) => {
+            auth::authenticate(&state.pool, req.headers()).await?;
+            Ok(hello_ack())
+        }
+        (SYNC_PATH, &Method::POST) => {
+            sync(state, req).await?;
+            Ok(json!({ "synced": true }))
+        }
+        (HELLO_PATH, _) => Err(IngestError::MethodNotAllowed { allow: "GET" }),
+        (SYNC_PATH, _) => Err(IngestError::MethodNotAllowed { allow: "POST" }),
+        _ => Err(IngestError::NotFound),
+    }
+}
+
+/// The hello-ack's `data`: a client gzips only after it has seen the capability.
+pub fn hello_ack() -> serde_json::Value {
+    json!({
+        "schemaVersion": SCHEMA_VERSION,
+        "capabilities": { "agentSessionSyncCompression": true },
+        "limits": {
+            "maxSessionsPerBatch": MAX_SESSIONS_PER_BATCH,
+            "maxWireBytes": MAX_WIRE_BYTES,
+            "maxDecodedBytes": MAX_DECODED_BYTES,
+        }
+    })
+}
+
+/// The body bytes as the client sent them (lambda_http has already undone API Gateway's base64).
+fn wire_bytes(body: &Body) -> &[u8] {
+    match body {
+        Body::Empty => &[],
+        Body::Text(s) => s.as_bytes(),
+        Body::Binary(b) => b,
+        _ => &[],
+    }
+}
+
+/// POST: the contract's steps 1 to 8, in order.
+async fn sync(state: &IngestState, req: &Request) -> Result<(), IngestError> {
+    // 1. Authenticate.
+    let device: Device = auth::authenticate(&state.pool, req.headers()).await?;
+    // 2. Bound and decode, then parse JSON (duplicate keys refused).
+    let decoded = decode::bound_and_decode(req.headers(), wire_bytes(req.body()))?;
+    let doc = strict_json::parse(&decoded).map_err(|e| {
+        tracing::debug!(error = %e, "invalid JSON");
+        IngestError::bad_request("invalid JSON")
+    })?;
+    drop(decoded);
+    // 3. Resolve compute-target ownership.
+    let target = batch::compute_target_id(&doc)?;
+    if !auth::owns_target(&state.pool, &device, target).await? {
+        return Err(IngestError::TargetNotOwned);
+    }
+    // 4. Rate limit (everything reaching this step counts).
+    rate_limit::check(&state.pool, target, state.rate_limit_per_minute).await?;
+    // 5. Schema parse.
+    let batch = batch::parse(&doc)?;
+    drop(doc);
+    // 6. Org sync policy, fail-closed.
+    if !device.sync_policy_allows() {
+        return Err(IngestError::FeatureDisabled);
+    }
+    // 7. Feature gate, org-level and global.
+    if !device.feature_gate_allows() {
+        return Err(IngestError::FeatureDisabled);
+    }
+    // 8. Sanitize and upsert, the whole batch in one transaction.
+    upsert::upsert(
+        &state.pool,
+        device.org_id,
+        &batch.compute_target_id,
+        &batch.sessions,
+        device.frustration_opt_in,
+    )
+    .await
+}

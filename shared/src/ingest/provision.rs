@@ -1,0 +1,189 @@
+//! Provisioning who may sync: orgs (with sync policy, feature gate and frustration opt-in),
+//! users, compute targets and device tokens. The `syncplane` CLI and the tests call these.
+//!
+//! A device token is 32 random bytes, shown once as `spd_<hex>`; only its SHA-256 is stored.
+
+use rand::RngCore;
+use sqlx::PgPool;
+
+use super::FEATURE_FLAG;
+use super::auth::token_hash;
+
+/// How an org starts out.
+#[derive(Debug, Clone)]
+pub struct NewOrg<'a> {
+    pub name: &'a str,
+    /// `None`: no sync policy row at all (ingest treats it as disabled).
+    pub sync_policy: Option<bool>,
+    /// The org-level feature gate.
+    pub feature_gate: bool,
+    pub frustration_opt_in: bool,
+}
+
+pub async fn create_org(pool: &PgPool, org: &NewOrg<'_>) -> Result<i64, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO orgs (name, session_sync_gate, frustration_opt_in) VALUES ($1, $2, $3)
+         RETURNING id",
+    )
+    .bind(org.name)
+    .bind(org.feature_gate)
+    .bind(org.frustration_opt_in)
+    .fetch_one(&mut *tx)
+    .await?;
+    if let Some(enabled) = org.sync_policy {
+        set_sync_policy_in(&mut tx, id, Some(enabled)).await?;
+    }
+    tx.commit().await?;
+    Ok(id)
+}
+
+/// Set (`Some`) or remove (`None`) an org's sync policy. Returns whether the org exists.
+pub async fn set_sync_policy(
+    pool: &PgPool,
+    org_id: i64,
+    enabled: Option<bool>,
+) -> Result<bool, sqlx::Error> {
+    let mut tx = pool.begin().await?;
+    let exists: bool = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM orgs WHERE id = $1)")
+        .bind(org_id)
+        .fetch_one(&mut *tx)
+        .await?;
+    if exists {
+        set_sync_policy_in(&mut tx, org_id, enabled).await?;
+    }
+    tx.commit().await?;
+    Ok(exists)
+}
+
+async fn set_sync_policy_in(
+    tx: &mut sqlx::Transaction<'_, sqlx::Postgres>,
+    org_id: i64,
+    enabled: Option<bool>,
+) -> Result<(), sqlx::Error> {
+    match enabled {
+        Some(enabled) => {
+            sqlx::query(
+                "INSERT INTO org_sync_policies (org_id, session_sync_enabled) VALUES ($1, $2)
+                 ON CONFLICT (org_id) DO UPDATE
+                    SET session_sync_enabled = EXCLUDED.session_sync_enabled, updated_at = now()",
+            )
+            .bind(org_id)
+            .bind(enabled)
+            .execute(&mut **tx)
+            .await?;
+        }
+        None => {
+            sqlx::query("DELETE FROM org_sync_policies WHERE org_id = $1")
+                .bind(org_id)
+                .execute(&mut **tx)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// Org-level switches; `None` leaves a setting as it is. Returns whether the org exists.
+pub async fn set_org_flags(
+    pool: &PgPool,
+    org_id: i64,
+    feature_gate: Option<bool>,
+    frustration_opt_in: Option<bool>,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE orgs SET session_sync_gate = coalesce($2, session_sync_gate),
+                         frustration_opt_in = coalesce($3, frustration_opt_in)
+          WHERE id = $1",
+    )
+    .bind(org_id)
+    .bind(feature_gate)
+    .bind(frustration_opt_in)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The global switch of the capability.
+pub async fn set_global_feature(pool: &PgPool, enabled: bool) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO feature_flags (name, enabled) VALUES ($1, $2)
+         ON CONFLICT (name) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()",
+    )
+    .bind(FEATURE_FLAG)
+    .bind(enabled)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
+
+pub async fn create_user(pool: &PgPool, org_id: i64, name: &str) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar("INSERT INTO users (org_id, name) VALUES ($1, $2) RETURNING id")
+        .bind(org_id)
+        .bind(name)
+        .fetch_one(pool)
+        .await
+}
+
+/// Register a compute target (the client's `computeTargetId`) as the user's, in the user's org.
+pub async fn create_compute_target(
+    pool: &PgPool,
+    user_id: i64,
+    target_id: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO compute_targets (id, user_id, org_id)
+         SELECT $1, id, org_id FROM users WHERE id = $2",
+    )
+    .bind(target_id)
+    .bind(user_id)
+    .execute(pool)
+    .await
+    .and_then(|done| {
+        if done.rows_affected() == 1 {
+            Ok(())
+        } else {
+            Err(sqlx::Error::RowNotFound)
+        }
+    })
+}
+
+/// A freshly issued token: show `token` once; it is not stored.
+#[derive(Debug)]
+pub struct IssuedToken {
+    pub id: i64,
+    pub token: String,
+}
+
+pub async fn issue_device_token(
+    pool: &PgPool,
+    user_id: i64,
+    label: Option<&str>,
+) -> Result<IssuedToken, sqlx::Error> {
+    let mut raw = [0u8; 32];
+    rand::rng().fill_bytes(&mut raw);
+    let token = format!("spd_{}", hex::encode(raw));
+    let hash = token_hash(&token);
+    let id: i64 = sqlx::query_scalar(
+        "INSERT INTO device_tokens (token_hash, user_id, org_id, label)
+         SELECT $1, id, org_id, $3 FROM users WHERE id = $2
+         RETURNING id",
+    )
+    .bind(hash.as_slice())
+    .bind(user_id)
+    .bind(label)
+    .fetch_optional(pool)
+    .await?
+    .ok_or(sqlx::Error::RowNotFound)?;
+    Ok(IssuedToken { id, token })
+}
+
+/// Revoke a token; returns false if it does not exist or was already revoked.
+pub async fn revoke_device_token(pool: &PgPool, token_id: i64) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE device_tokens SET revoked_at = now() WHERE id = $1 AND revoked_at IS NULL",
+    )
+    .bind(token_id)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected() == 1)
+}

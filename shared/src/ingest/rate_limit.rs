@@ -1,0 +1,33 @@
+//! Rate limit per compute target (contract step 4), shared by every server instance: one atomic
+//! statement counts the batch in the target's current minute window (and drops the target's
+//! older windows), so concurrent instances never lose a count.
+
+use sqlx::PgPool;
+
+use super::error::{IngestError, db_failure};
+
+/// Count this batch; 429 with the seconds until the window ends when over `limit`.
+pub async fn check(pool: &PgPool, target: &str, limit: u32) -> Result<(), IngestError> {
+    let (count, secs_left): (i32, f64) = sqlx::query_as(
+        "WITH expired AS (
+             DELETE FROM ingest_rate_limits
+              WHERE compute_target_id = $1 AND window_start < date_trunc('minute', now())
+         )
+         INSERT INTO ingest_rate_limits AS r (compute_target_id, window_start, batches)
+         VALUES ($1, date_trunc('minute', now()), 1)
+         ON CONFLICT (compute_target_id, window_start)
+         DO UPDATE SET batches = r.batches + 1
+         RETURNING r.batches,
+                   extract(epoch FROM r.window_start + interval '1 minute' - now())::float8",
+    )
+    .bind(target)
+    .fetch_one(pool)
+    .await
+    .map_err(db_failure("rate limit"))?;
+    if i64::from(count) > i64::from(limit) {
+        // Whole seconds, rounded up, at least 1.
+        let retry_after_secs = secs_left.ceil().clamp(1.0, 60.0) as u64;
+        return Err(IngestError::RateLimited { retry_after_secs });
+    }
+    Ok(())
+}

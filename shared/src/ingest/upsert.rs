@@ -1,0 +1,508 @@
+//! The upsert (contract step 8): the whole batch in one transaction, a handful of set-based
+//! statements whatever the batch size.
+//!
+//! 1. Lock every session of the batch (transaction advisory locks on the session key, taken in
+//!    one fixed order), so concurrent batches for one session serialize and cannot deadlock.
+//! 2. Read the stored rows, then decide in memory, chunk by chunk in index order, exactly as the
+//!    contract's "Chunks", "Omission" and "No regression" rules say. A chunk out of sequence
+//!    fails the whole batch (409) before anything is written.
+//! 3. Write: sessions, then the events a new revision replaces, then events by seq, then event
+//!    counts. Every upsert is guarded by `IS DISTINCT FROM`, so a repeated batch rewrites nothing.
+//!
+//! Any database failure rolls everything back (500 `ingestion_failed`): nothing partial remains.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value};
+use sqlx::{PgPool, Postgres, Transaction};
+
+use super::batch::{Event, Session};
+use super::error::{IngestError, db_failure};
+use super::sanitize::{merge, sanitize};
+
+/// Advisory-lock class of ingest session keys (the two-key lock space is apart from the
+/// single-key one the sync engine uses).
+const SESSION_LOCK_CLASS: i32 = 0x1A5E;
+
+/// The session as stored, as far as the chunk rules and the merge need it.
+struct Stored {
+    id: Option<i64>,
+    updated_at: Option<DateTime<Utc>>,
+    committed: Option<String>,
+    pending: Option<String>,
+    payload: Map<String, Value>,
+    frustration: Option<Value>,
+}
+
+/// What the batch does to one session.
+struct Plan<'a> {
+    session_id: &'a str,
+    state: Stored,
+    /// Some chunk was applied (not all skipped as older than the stored one).
+    applied: bool,
+    /// A chunk 0 of a differing revision carried events: stored events outside `events` go.
+    replace_events: bool,
+    events: BTreeMap<u64, &'a Event>,
+}
+
+pub async fn upsert(
+    pool: &PgPool,
+    org_id: i64,
+    target: &str,
+    sessions: &[Session],
+    frustration_opt_in: bool,
+) -> Result<(), IngestError> {
+    // One session's chunks, in index order (the parser refused duplicate indexes).
+    let mut by_session: BTreeMap<&str, Vec<&Session>> = BTreeMap::new();
+    for s in sessions {
+        by_session.entry(s.session_id.as_str()).or_default().push(s);
+    }
+    for chunks in by_session.values_mut() {
+        chunks.sort_by_key(|s| s.chunk.index);
+    }
+    let ids: Vec<&str> = by_session.keys().copied().collect();
+
+    let mut tx = pool.begin().await.map_err(db_failure("begin"))?;
+    lock_sessions(&mut tx, target, &ids).await?;
+    let mut stored = load(&mut tx, target, &ids).await?;
+
+    let mut plans = Vec::with_capacity(by_session.len());
+    for (session_id, chunks) in &by_session {
+        let state = stored.remove(*session_id).unwrap_or(Stored {
+            id: None,
+            updated_at: None,
+            committed: None,
+            pending: None,
+            payload: Map::new(),
+            frustration: None,
+        });
+        let plan = plan_session(session_id, state, chunks, frustration_opt_in)?;
+        if plan.applied {
+            plans.push(plan);
+        }
+    }
+    if plans.is_empty() {
+        // Everything was older than what is stored: acknowledged, not applied.
+        tx.commit().await.map_err(db_failure("commit"))?;
+        return Ok(());
+    }
+
+    write_sessions(&mut tx, org_id, target, &mut plans).await?;
+    replace_events(&mut tx, &plans).await?;
+    upsert_events(&mut tx, &plans).await?;
+    count_events(&mut tx, &plans).await?;
+    tx.commit().await.map_err(db_failure("commit"))?;
+    Ok(())
+}
+
+/// The contract's chunk rules, applied to one session's chunks of this batch in index order.
+fn plan_session<'a>(
+    session_id: &'a str,
+    mut state: Stored,
+    chunks: &[&'a Session],
+    frustration_opt_in: bool,
+) -> Result<Plan<'a>, IngestError> {
+    let mut plan_events = BTreeMap::new();
+    let mut applied = false;
+    let mut replace_events = false;
+    for s in chunks {
+        if state
+            .updated_at
+            .is_some_and(|stored| s.updated_at.at < stored)
+        {
+            // No regression: an older device state is acknowledged and not applied.
+            continue;
+        }
+        let rev = s.data_revision.as_str();
+        let is_committed = state.committed.as_deref() == Some(rev);
+        if s.chunk.index == 0 {
+            if !is_committed {
+                // A new revision starts: its events replace the stored ones (omitted events
+                // delete nothing), and it is pending until its last chunk.
+                if s.events.is_some() {
+                    replace_events = true;
+                    plan_events.clear();
+                }
+                state.pending = Some(rev.to_owned());
+            }
+            // Chunk 0 of the committed revision is a replay: upsert by seq, delete nothing.
+        } else if state.pending.as_deref() != Some(rev) && !is_committed {
+            tracing::info!(
+                session_id,
+                chunk = s.chunk.index,
+                "chunk of a revision that is neither pending nor committed"
+            );
+            return Err(IngestError::ChunkOutOfSequence);
+        }
+        if s.chunk.is_last() && state.pending.as_deref() == Some(rev) {
+            state.committed = Some(rev.to_owned());
+            state.pending = None;
+        }
+        for e in s.events.iter().flatten() {
+            plan_events.insert(e.seq, e);
+        }
+        let clean = sanitize(s, frustration_opt_in);
+        merge(&mut state.payload, clean.blob);
+        if clean.frustration.is_some() {
+            state.frustration = clean.frustration;
+        }
+        state.updated_at = Some(s.updated_at.at);
+        applied = true;
+    }
+    Ok(Plan {
+        session_id,
+        state,
+        applied,
+        replace_events,
+        events: plan_events,
+    })
+}
+
+async fn lock_sessions(
+    tx: &mut Transaction<'_, Postgres>,
+    target: &str,
+    ids: &[&str],
+) -> Result<(), IngestError> {
+    // The key is length-prefixed so target and session id cannot run into each other; locks are
+    // taken in hash order, the same order in every transaction.
+    let keys: Vec<String> = ids
+        .iter()
+        .map(|s| format!("{}:{target}{s}", target.len()))
+        .collect();
+    sqlx::query(
+        "SELECT count(pg_advisory_xact_lock($1, h))
+           FROM (SELECT DISTINCT hashtext(k) AS h FROM unnest($2::text[]) AS k ORDER BY h OFFSET 0) AS l",
+    )
+    .bind(SESSION_LOCK_CLASS)
+    .bind(&keys)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_failure("lock sessions"))?;
+    Ok(())
+}
+
+async fn load(
+    tx: &mut Transaction<'_, Postgres>,
+    target: &str,
+    ids: &[&str],
+) -> Result<HashMap<String, Stored>, IngestError> {
+    type Row = (
+        i64,
+        String,
+        DateTime<Utc>,
+        Option<String>,
+        Option<String>,
+        Value,
+        Option<Value>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT id, session_id, updated_at, committed_revision, pending_revision, payload, frustration
+           FROM agent_sessions WHERE compute_target_id = $1 AND session_id = ANY($2)",
+    )
+    .bind(target)
+    .bind(ids)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db_failure("load sessions"))?;
+    Ok(rows
+        .into_iter()
+        .map(
+            |(id, sid, updated_at, committed, pending, payload, frustration)| {
+                let payload = match payload {
+                    Value::Object(m) => m,
+                    _ => Map::new(),
+                };
+                (
+                    sid,
+                    Stored {
+                        id: Some(id),
+                        updated_at: Some(updated_at),
+                        committed,
+                        pending,
+                        payload,
+                        frustration,
+                    },
+                )
+            },
+        )
+        .collect())
+}
+
+/// Promoted columns, read from the merged blob (one source for the blob and the columns).
+fn text(blob: &Map<String, Value>, path: &[&str]) -> Option<String> {
+    lookup(blob, path)?.as_str().map(str::to_owned)
+}
+
+fn time(blob: &Map<String, Value>, key: &str) -> Option<DateTime<Utc>> {
+    let raw = lookup(blob, &[key])?.as_str()?;
+    DateTime::parse_from_rfc3339(raw)
+        .ok()
+        .map(|t| t.with_timezone(&Utc))
+}
+
+fn int(blob: &Map<String, Value>, path: &[&str]) -> Option<i64> {
+    lookup(blob, path)?
+        .as_u64()
+        .and_then(|v| i64::try_from(v).ok())
+}
+
+fn lookup<'m>(blob: &'m Map<String, Value>, path: &[&str]) -> Option<&'m Value> {
+    let (first, rest) = path.split_first()?;
+    let mut v = blob.get(*first)?;
+    for key in rest {
+        v = v.as_object()?.get(*key)?;
+    }
+    Some(v)
+}
+
+async fn write_sessions(
+    tx: &mut Transaction<'_, Postgres>,
+    org_id: i64,
+    target: &str,
+    plans: &mut [Plan<'_>],
+) -> Result<(), IngestError> {
+    let n = plans.len();
+    let mut sid = Vec::with_capacity(n);
+    let mut updated = Vec::with_capacity(n);
+    let mut committed = Vec::with_capacity(n);
+    let mut pending = Vec::with_capacity(n);
+    let mut agent = Vec::with_capacity(n);
+    let (mut model, mut title, mut status) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut started, mut ended) = (Vec::new(), Vec::new());
+    let (mut remote, mut branch, mut sha) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut input, mut output, mut cache_r, mut cache_w, mut cost) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut frustration = Vec::with_capacity(n);
+    let mut payload = Vec::with_capacity(n);
+    for p in plans.iter() {
+        let b = &p.state.payload;
+        sid.push(p.session_id);
+        updated.push(p.state.updated_at);
+        committed.push(p.state.committed.clone());
+        pending.push(p.state.pending.clone());
+        agent.push(text(b, &["agent"]));
+        model.push(text(b, &["model"]));
+        title.push(text(b, &["title"]));
+        status.push(text(b, &["status"]));
+        started.push(time(b, "startedAt"));
+        ended.push(time(b, "endedAt"));
+        remote.push(text(b, &["repository", "remoteUrl"]));
+        branch.push(text(b, &["repository", "branch"]));
+        sha.push(text(b, &["repository", "commitSha"]));
+        input.push(int(b, &["usage", "inputTokens"]));
+        output.push(int(b, &["usage", "outputTokens"]));
+        cache_r.push(int(b, &["usage", "cacheReadTokens"]));
+        cache_w.push(int(b, &["usage", "cacheWriteTokens"]));
+        cost.push(lookup(b, &["usage", "costUsd"]).and_then(Value::as_f64));
+        frustration.push(p.state.frustration.as_ref().map(Value::to_string));
+        payload.push(Value::Object(b.clone()).to_string());
+    }
+    let returned: Vec<(i64, String)> = sqlx::query_as(
+        "INSERT INTO agent_sessions AS s (org_id, compute_target_id, session_id, updated_at,
+                committed_revision, pending_revision, agent, model, title, status, started_at,
+                ended_at, repository_remote_url, repository_branch, repository_commit_sha,
+                input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
+                frustration, payload)
+         SELECT $1, $2, u.sid, u.upd, u.com, u.pen, u.agent, u.model, u.title, u.status, u.st,
+                u.en, u.remote, u.branch, u.sha, u.i, u.o, u.cr, u.cw, u.cost,
+                u.fr::jsonb, u.payload::jsonb
+           FROM unnest($3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[],
+                       $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[],
+                       $13::text[], $14::text[], $15::text[], $16::int8[], $17::int8[],
+                       $18::int8[], $19::int8[], $20::float8[], $21::text[], $22::text[])
+                AS u(sid, upd, com, pen, agent, model, title, status, st, en, remote, branch,
+                     sha, i, o, cr, cw, cost, fr, payload)
+         ON CONFLICT (compute_target_id, session_id) DO UPDATE SET
+                updated_at = EXCLUDED.updated_at,
+                committed_revision = EXCLUDED.committed_revision,
+                pending_revision = EXCLUDED.pending_revision,
+                agent = EXCLUDED.agent, model = EXCLUDED.model, title = EXCLUDED.title,
+                status = EXCLUDED.status, started_at = EXCLUDED.started_at,
+                ended_at = EXCLUDED.ended_at,
+                repository_remote_url = EXCLUDED.repository_remote_url,
+                repository_branch = EXCLUDED.repository_branch,
+                repository_commit_sha = EXCLUDED.repository_commit_sha,
+                input_tokens = EXCLUDED.input_tokens, output_tokens = EXCLUDED.output_tokens,
+                cache_read_tokens = EXCLUDED.cache_read_tokens,
+                cache_write_tokens = EXCLUDED.cache_write_tokens,
+                cost_usd = EXCLUDED.cost_usd, frustration = EXCLUDED.frustration,
+                payload = EXCLUDED.payload, last_synced_at = now()
+          WHERE (s.updated_at, s.committed_revision, s.pending_revision, s.agent, s.model,
+                 s.title, s.status, s.started_at, s.ended_at, s.repository_remote_url,
+                 s.repository_branch, s.repository_commit_sha, s.input_tokens, s.output_tokens,
+                 s.cache_read_tokens, s.cache_write_tokens, s.cost_usd, s.frustration, s.payload)
+                IS DISTINCT FROM
+                (EXCLUDED.updated_at, EXCLUDED.committed_revision, EXCLUDED.pending_revision,
+                 EXCLUDED.agent, EXCLUDED.model, EXCLUDED.title, EXCLUDED.status,
+                 EXCLUDED.started_at, EXCLUDED.ended_at, EXCLUDED.repository_remote_url,
+                 EXCLUDED.repository_branch, EXCLUDED.repository_commit_sha,
+                 EXCLUDED.input_tokens, EXCLUDED.output_tokens, EXCLUDED.cache_read_tokens,
+                 EXCLUDED.cache_write_tokens, EXCLUDED.cost_usd, EXCLUDED.frustration,
+                 EXCLUDED.payload)
+         RETURNING s.id, s.session_id",
+    )
+    .bind(org_id)
+    .bind(target)
+    .bind(&sid)
+    .bind(&updated)
+    .bind(&committed)
+    .bind(&pending)
+    .bind(&agent)
+    .bind(&model)
+    .bind(&title)
+    .bind(&status)
+    .bind(&started)
+    .bind(&ended)
+    .bind(&remote)
+    .bind(&branch)
+    .bind(&sha)
+    .bind(&input)
+    .bind(&output)
+    .bind(&cache_r)
+    .bind(&cache_w)
+    .bind(&cost)
+    .bind(&frustration)
+    .bind(&payload)
+    .fetch_all(&mut **tx)
+    .await
+    .map_err(db_failure("upsert sessions"))?;
+    // New sessions learn their id here; unchanged ones already had it.
+    let ids: HashMap<String, i64> = returned.into_iter().map(|(id, s)| (s, id)).collect();
+    for p in plans.iter_mut() {
+        if p.state.id.is_none() {
+            p.state.id = ids.get(p.session_id).copied();
+        }
+        if p.state.id.is_none() {
+            tracing::error!(
+                session_id = p.session_id,
+                "session row has no id after upsert"
+            );
+            return Err(IngestError::IngestionFailed);
+        }
+    }
+    Ok(())
+}
+
+/// Chunk 0 of a new revision: stored events it does not carry are deleted. Events it does carry
+/// are left to the guarded upsert, so a re-sent chunk 0 rewrites nothing that matches.
+async fn replace_events(
+    tx: &mut Transaction<'_, Postgres>,
+    plans: &[Plan<'_>],
+) -> Result<(), IngestError> {
+    let replaced: Vec<i64> = plans
+        .iter()
+        .filter(|p| p.replace_events)
+        .filter_map(|p| p.state.id)
+        .collect();
+    if replaced.is_empty() {
+        return Ok(());
+    }
+    let (mut keep_pk, mut keep_seq) = (Vec::new(), Vec::new());
+    for p in plans.iter().filter(|p| p.replace_events) {
+        for seq in p.events.keys() {
+            keep_pk.push(p.state.id);
+            keep_seq.push(*seq as i64);
+        }
+    }
+    sqlx::query(
+        "DELETE FROM agent_session_events e
+          WHERE e.session_pk = ANY($1)
+            AND NOT EXISTS (SELECT 1 FROM unnest($2::int8[], $3::int8[]) AS k(pk, seq)
+                             WHERE k.pk = e.session_pk AND k.seq = e.seq)",
+    )
+    .bind(&replaced)
+    .bind(&keep_pk)
+    .bind(&keep_seq)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_failure("replace events"))?;
+    Ok(())
+}
+
+async fn upsert_events(
+    tx: &mut Transaction<'_, Postgres>,
+    plans: &[Plan<'_>],
+) -> Result<(), IngestError> {
+    let total: usize = plans.iter().map(|p| p.events.len()).sum();
+    if total == 0 {
+        return Ok(());
+    }
+    let mut pk = Vec::with_capacity(total);
+    let mut seq = Vec::with_capacity(total);
+    let mut ts = Vec::with_capacity(total);
+    let mut kind = Vec::with_capacity(total);
+    let mut tool = Vec::with_capacity(total);
+    let mut duration = Vec::with_capacity(total);
+    let mut input = Vec::with_capacity(total);
+    let mut output = Vec::with_capacity(total);
+    let mut is_error = Vec::with_capacity(total);
+    for p in plans {
+        for e in p.events.values() {
+            pk.push(p.state.id);
+            // Bounded by 2^53 - 1 at parse: the casts are lossless.
+            seq.push(e.seq as i64);
+            ts.push(e.ts.at);
+            kind.push(e.kind.as_str());
+            tool.push(e.tool_name.as_deref());
+            duration.push(e.duration_ms.map(|v| v as i64));
+            input.push(e.input_tokens.map(|v| v as i64));
+            output.push(e.output_tokens.map(|v| v as i64));
+            is_error.push(e.is_error);
+        }
+    }
+    sqlx::query(
+        "INSERT INTO agent_session_events AS e (session_pk, seq, ts, kind, tool_name, duration_ms,
+                input_tokens, output_tokens, is_error)
+         SELECT * FROM unnest($1::int8[], $2::int8[], $3::timestamptz[], $4::text[], $5::text[],
+                              $6::int8[], $7::int8[], $8::int8[], $9::bool[])
+         ON CONFLICT (session_pk, seq) DO UPDATE SET
+                ts = EXCLUDED.ts, kind = EXCLUDED.kind, tool_name = EXCLUDED.tool_name,
+                duration_ms = EXCLUDED.duration_ms, input_tokens = EXCLUDED.input_tokens,
+                output_tokens = EXCLUDED.output_tokens, is_error = EXCLUDED.is_error
+          WHERE (e.ts, e.kind, e.tool_name, e.duration_ms, e.input_tokens, e.output_tokens,
+                 e.is_error)
+                IS DISTINCT FROM
+                (EXCLUDED.ts, EXCLUDED.kind, EXCLUDED.tool_name, EXCLUDED.duration_ms,
+                 EXCLUDED.input_tokens, EXCLUDED.output_tokens, EXCLUDED.is_error)",
+    )
+    .bind(&pk)
+    .bind(&seq)
+    .bind(&ts)
+    .bind(&kind)
+    .bind(&tool)
+    .bind(&duration)
+    .bind(&input)
+    .bind(&output)
+    .bind(&is_error)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_failure("upsert events"))?;
+    Ok(())
+}
+
+/// The promoted `event_count`, recounted for sessions whose events may have changed.
+async fn count_events(
+    tx: &mut Transaction<'_, Postgres>,
+    plans: &[Plan<'_>],
+) -> Result<(), IngestError> {
+    let ids: Vec<i64> = plans
+        .iter()
+        .filter(|p| p.replace_events || !p.events.is_empty())
+        .filter_map(|p| p.state.id)
+        .collect();
+    if ids.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE agent_sessions s SET event_count = c.n
+           FROM (SELECT p, (SELECT count(*) FROM agent_session_events e WHERE e.session_pk = p)::int AS n
+                   FROM unnest($1::int8[]) AS p) AS c
+          WHERE s.id = c.p AND s.event_count IS DISTINCT FROM c.n",
+    )
+    .bind(&ids)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_failure("count events"))?;
+    Ok(())
+}

@@ -1,0 +1,9 @@
+//! Agent session ingest (contracts/agent-session-sync-v2.md), through the handler exactly as
+//! API Gateway delivers requests, against real Postgres.
+
+mod access;
+mod bounds;
+mod chunks;
+mod schema;
+mod semantics;
+mod support;
