@@ -5,6 +5,8 @@
 //! runs. The locks and rerun markers live in the tenant's database, so two copies of one job
 //! leave the state of one sync, whichever process runs them.
 
+pub mod adapter;
+pub mod sqs;
 pub mod tenants;
 
 use serde::{Deserialize, Serialize};
