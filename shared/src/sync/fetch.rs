@@ -36,8 +36,19 @@ pub async fn fetch_blobs(
     name: &str,
     files: &[&PlannedFile],
 ) -> Fetched {
+    fetch_blobs_within(client, owner, name, files, FETCH_BUDGET_BYTES).await
+}
+
+/// [`fetch_blobs`] with an explicit byte budget.
+pub async fn fetch_blobs_within(
+    client: &GithubClient,
+    owner: &str,
+    name: &str,
+    files: &[&PlannedFile],
+    budget_bytes: u64,
+) -> Fetched {
     let mut out = Fetched::default();
-    let mut budget = FETCH_BUDGET_BYTES;
+    let mut budget = budget_bytes;
     let mut take = Vec::with_capacity(files.len());
     for file in files {
         // The first file is always taken, so a pass always makes progress.

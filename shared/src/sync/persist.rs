@@ -154,6 +154,8 @@ pub struct Counts {
     pub refused: u32,
     /// Rows of any table actually written (0 for an idempotent re-sync).
     pub rows_written: u64,
+    /// Wall time spent in Postgres reading the stored state and writing (benchmarks report it).
+    pub db_time: std::time::Duration,
 }
 
 /// Ensure the repository has a row (so markers and locks have something to point at) and return
@@ -189,6 +191,7 @@ pub async fn ensure_row(conn: &mut PgConnection, repo: &RepoInfo) -> Result<i64,
 /// Write one sync's results in one transaction. Documents Postgres refuses are rolled back to
 /// their savepoint and returned as warnings; everything else commits together.
 pub async fn write(pool: &PgPool, w: Write<'_>) -> Result<(Counts, Vec<Warning>), sqlx::Error> {
+    let started = std::time::Instant::now();
     let mut tx = pool.begin().await?;
     let repo_id = ensure_row(&mut tx, w.repo).await?;
     let mut counts = Counts::default();
@@ -287,6 +290,7 @@ pub async fn write(pool: &PgPool, w: Write<'_>) -> Result<(Counts, Vec<Warning>)
     )
     .await?;
     tx.commit().await?;
+    counts.db_time = started.elapsed();
     Ok((counts, refused_warnings))
 }
 

@@ -64,7 +64,9 @@ pub async fn sync_repository(
         max_docs: config.max_docs_per_repo,
     };
     let fp = fingerprint(&settings);
+    let load_started = std::time::Instant::now();
     let stored = persist::load(pool, repo.github_id).await?;
+    let load_time = load_started.elapsed();
 
     // Head check: conditional on the stored ETag; a 304 costs one request and no rate limit.
     let Some(branch) = repo.default_branch.as_deref() else {
@@ -286,7 +288,7 @@ pub async fn sync_repository(
         let f = RepoFailure::FetchIncomplete;
         (f.code(), f.message())
     });
-    let (counts, _) = persist::write(
+    let (mut counts, _) = persist::write(
         pool,
         Write {
             repo,
@@ -300,6 +302,7 @@ pub async fn sync_repository(
         },
     )
     .await?;
+    counts.db_time += load_time;
     if !deferred.is_empty() {
         // The rest of the files are fetched by another pass: leave a rerun marker.
         sqlx::query("UPDATE repos SET sync_requested_at = COALESCE(sync_requested_at, now()) WHERE github_id = $1")

@@ -58,3 +58,44 @@ impl Workspace {
         self.options.repo_concurrency.clamp(1, servable)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws(pool_size: u32, wanted: usize) -> Workspace {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(pool_size)
+            .connect_lazy("postgres://localhost/unused")
+            .unwrap();
+        let gh = crate::config::GithubAppConfig {
+            api_url: "http://127.0.0.1:9".parse().unwrap(),
+            app_id: 1,
+            private_key_pem: crate::config::Secret::new(include_str!(
+                "../../../tests/fixtures/keys/app.pem"
+            )),
+            installation_id: 1,
+            rate_limit_wait_budget_secs: 0,
+        };
+        Workspace {
+            tenant: TenantId::parse("t").unwrap(),
+            pool,
+            client: GithubClient::new(&gh).unwrap(),
+            config: SyncConfig::default(),
+            options: RunOptions {
+                repo_concurrency: wanted,
+                ..RunOptions::default()
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn repository_concurrency_defaults_to_one_and_is_clamped_to_the_pool() {
+        assert_eq!(RunOptions::default().repo_concurrency, 1);
+        assert_eq!(ws(5, 1).repo_concurrency(), 1);
+        // Run lock + (lock + working connection) per repository: a pool of 5 serves 2.
+        assert_eq!(ws(5, 8).repo_concurrency(), 2);
+        assert_eq!(ws(21, 8).repo_concurrency(), 8);
+        assert_eq!(ws(1, 8).repo_concurrency(), 1, "never zero");
+    }
+}

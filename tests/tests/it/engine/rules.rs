@@ -459,3 +459,62 @@ async fn the_fake_blob_sha_is_what_the_engine_stores() {
         .unwrap();
     assert_eq!(sha, FakeGithub::blob_sha(b"# A\n"));
 }
+
+#[tokio::test]
+async fn blobs_are_fetched_eight_at_a_time() {
+    let w = World::new().await;
+    let files: Vec<(String, String)> = (0..40)
+        .map(|i| (format!("docs/d{i:02}.md"), format!("# D{i}")))
+        .collect();
+    let refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    w.repo("acme/a", &refs);
+    w.gh.set_latency(std::time::Duration::from_millis(30));
+    synced(&w.sync("acme/a").await.unwrap());
+    assert_eq!(w.gh.count(Endpoint::Blob), 40);
+    assert_eq!(
+        w.gh.max_in_flight(Endpoint::Blob),
+        shared::sync::fetch::BLOBS_IN_FLIGHT
+    );
+    assert_eq!(shared::sync::fetch::BLOBS_IN_FLIGHT, 8);
+}
+
+#[tokio::test]
+async fn files_past_the_fetch_budget_wait_for_the_next_pass() {
+    use shared::sync::selection::PlannedFile;
+    let w = World::new().await;
+    w.repo(
+        "acme/a",
+        &[
+            ("docs/a.md", "aaaa"),
+            ("docs/b.md", "bbbb"),
+            ("docs/c.md", "cccc"),
+        ],
+    );
+    let planned: Vec<PlannedFile> = ["docs/a.md", "docs/b.md", "docs/c.md"]
+        .iter()
+        .map(|p| PlannedFile {
+            path: (*p).to_owned(),
+            blob_sha: FakeGithub::blob_sha(p[5..6].repeat(4).as_bytes()),
+            size: 4,
+        })
+        .collect();
+    let refs: Vec<&PlannedFile> = planned.iter().collect();
+    let fetched = shared::sync::fetch::fetch_blobs_within(&w.client, "acme", "a", &refs, 8).await;
+    assert_eq!(
+        fetched.blobs.len(),
+        2,
+        "two 4-byte files fit an 8-byte budget"
+    );
+    assert_eq!(fetched.deferred, ["docs/c.md"]);
+    assert!(fetched.failed.is_empty() && fetched.run_stop.is_none());
+    let one = shared::sync::fetch::fetch_blobs_within(&w.client, "acme", "a", &refs, 1).await;
+    assert_eq!(
+        one.blobs.len(),
+        1,
+        "a pass always makes progress, even past the budget"
+    );
+    assert_eq!(shared::sync::fetch::FETCH_BUDGET_BYTES, 64 * 1024 * 1024);
+}
