@@ -294,6 +294,30 @@ pub async fn write(pool: &PgPool, w: Write<'_>) -> Result<(Counts, Vec<Warning>)
     Ok((counts, refused_warnings))
 }
 
+const UPSERT_DOCUMENT: &str = "INSERT INTO documents (repo_id, path, blob_sha, size_bytes, title, frontmatter, headings, body)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (repo_id, path) DO UPDATE SET
+         blob_sha = excluded.blob_sha, size_bytes = excluded.size_bytes, title = excluded.title,
+         frontmatter = excluded.frontmatter, headings = excluded.headings, body = excluded.body,
+         updated_at = now()
+     WHERE (documents.blob_sha, documents.size_bytes, documents.title, documents.frontmatter,
+            documents.headings, documents.body)
+           IS DISTINCT FROM
+           (excluded.blob_sha, excluded.size_bytes, excluded.title, excluded.frontmatter,
+            excluded.headings, excluded.body)
+     RETURNING (xmax = 0)";
+
+const UPSERT_README: &str = "INSERT INTO readmes (repo_id, path, blob_sha, size_bytes, title, frontmatter, headings, body)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+     ON CONFLICT (repo_id) DO UPDATE SET
+         path = excluded.path, blob_sha = excluded.blob_sha, size_bytes = excluded.size_bytes,
+         title = excluded.title, frontmatter = excluded.frontmatter,
+         headings = excluded.headings, body = excluded.body, updated_at = now()
+     WHERE (readmes.path, readmes.blob_sha, readmes.title, readmes.frontmatter, readmes.headings, readmes.body)
+           IS DISTINCT FROM
+           (excluded.path, excluded.blob_sha, excluded.title, excluded.frontmatter, excluded.headings, excluded.body)
+     RETURNING (xmax = 0)";
+
 /// Insert or update one document under its own savepoint. `Some(true)` inserted, `Some(false)`
 /// updated, `None` already identical.
 async fn upsert_document(
@@ -301,31 +325,44 @@ async fn upsert_document(
     repo_id: i64,
     doc: &DocumentWrite,
 ) -> Result<Option<bool>, sqlx::Error> {
+    upsert_parsed(tx, UPSERT_DOCUMENT, repo_id, doc).await
+}
+
+async fn upsert_readme(
+    tx: &mut Transaction<'_, Postgres>,
+    repo_id: i64,
+    doc: &DocumentWrite,
+) -> Result<u64, sqlx::Error> {
+    match upsert_parsed(tx, UPSERT_README, repo_id, doc).await {
+        Ok(written) => Ok(u64::from(written.is_some())),
+        Err(e) => {
+            // A README Postgres refuses is dropped like a refused document; the sync goes on.
+            tracing::warn!(path = %doc.path, error = %e, "README refused by Postgres");
+            Ok(0)
+        }
+    }
+}
+
+/// Run an upsert of a parsed file (`sql` binds the same eight columns) under a savepoint, so a
+/// refusal rolls back this file only.
+async fn upsert_parsed(
+    tx: &mut Transaction<'_, Postgres>,
+    sql: &'static str,
+    repo_id: i64,
+    doc: &DocumentWrite,
+) -> Result<Option<bool>, sqlx::Error> {
     let mut sp = sqlx::Connection::begin(&mut **tx).await?;
-    let result: Result<Option<bool>, sqlx::Error> = sqlx::query_scalar(
-        "INSERT INTO documents (repo_id, path, blob_sha, size_bytes, title, frontmatter, headings, body)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-         ON CONFLICT (repo_id, path) DO UPDATE SET
-             blob_sha = excluded.blob_sha, size_bytes = excluded.size_bytes, title = excluded.title,
-             frontmatter = excluded.frontmatter, headings = excluded.headings, body = excluded.body,
-             updated_at = now()
-         WHERE (documents.blob_sha, documents.size_bytes, documents.title, documents.frontmatter,
-                documents.headings, documents.body)
-               IS DISTINCT FROM
-               (excluded.blob_sha, excluded.size_bytes, excluded.title, excluded.frontmatter,
-                excluded.headings, excluded.body)
-         RETURNING (xmax = 0)",
-    )
-    .bind(repo_id)
-    .bind(&doc.path)
-    .bind(&doc.blob_sha)
-    .bind(i32::try_from(doc.size).unwrap_or(i32::MAX))
-    .bind(&doc.parsed.title)
-    .bind(&doc.parsed.frontmatter)
-    .bind(sqlx::types::Json(&doc.parsed.headings))
-    .bind(&doc.parsed.body)
-    .fetch_optional(&mut *sp)
-    .await;
+    let result: Result<Option<bool>, sqlx::Error> = sqlx::query_scalar(sql)
+        .bind(repo_id)
+        .bind(&doc.path)
+        .bind(&doc.blob_sha)
+        .bind(i32::try_from(doc.size).unwrap_or(i32::MAX))
+        .bind(&doc.parsed.title)
+        .bind(&doc.parsed.frontmatter)
+        .bind(sqlx::types::Json(&doc.parsed.headings))
+        .bind(&doc.parsed.body)
+        .fetch_optional(&mut *sp)
+        .await;
     match result {
         Ok(v) => {
             sp.commit().await?;
@@ -334,47 +371,6 @@ async fn upsert_document(
         Err(e) => {
             sp.rollback().await?;
             Err(e)
-        }
-    }
-}
-
-async fn upsert_readme(
-    tx: &mut Transaction<'_, Postgres>,
-    repo_id: i64,
-    doc: &DocumentWrite,
-) -> Result<u64, sqlx::Error> {
-    let mut sp = sqlx::Connection::begin(&mut **tx).await?;
-    let result = sqlx::query(
-        "INSERT INTO readmes (repo_id, path, blob_sha, size_bytes, title, frontmatter, headings, body)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-         ON CONFLICT (repo_id) DO UPDATE SET
-             path = excluded.path, blob_sha = excluded.blob_sha, size_bytes = excluded.size_bytes,
-             title = excluded.title, frontmatter = excluded.frontmatter,
-             headings = excluded.headings, body = excluded.body, updated_at = now()
-         WHERE (readmes.path, readmes.blob_sha, readmes.title, readmes.frontmatter, readmes.headings, readmes.body)
-               IS DISTINCT FROM
-               (excluded.path, excluded.blob_sha, excluded.title, excluded.frontmatter, excluded.headings, excluded.body)",
-    )
-    .bind(repo_id)
-    .bind(&doc.path)
-    .bind(&doc.blob_sha)
-    .bind(i32::try_from(doc.size).unwrap_or(i32::MAX))
-    .bind(&doc.parsed.title)
-    .bind(&doc.parsed.frontmatter)
-    .bind(sqlx::types::Json(&doc.parsed.headings))
-    .bind(&doc.parsed.body)
-    .execute(&mut *sp)
-    .await;
-    match result {
-        Ok(r) => {
-            sp.commit().await?;
-            Ok(r.rows_affected())
-        }
-        Err(e) => {
-            // A README Postgres refuses is dropped like a refused document; the sync goes on.
-            tracing::warn!(path = %doc.path, error = %e, "README refused by Postgres");
-            sp.rollback().await?;
-            Ok(0)
         }
     }
 }
