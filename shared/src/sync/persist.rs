@@ -159,8 +159,15 @@ pub struct Counts {
 }
 
 /// Ensure the repository has a row (so markers and locks have something to point at) and return
-/// its id. An existing row is not touched.
+/// its id. An existing row is not touched (looked up first, so no identity value is spent).
 pub async fn ensure_row(conn: &mut PgConnection, repo: &RepoInfo) -> Result<i64, sqlx::Error> {
+    let existing: Option<i64> = sqlx::query_scalar("SELECT id FROM repos WHERE github_id = $1")
+        .bind(repo.github_id)
+        .fetch_optional(&mut *conn)
+        .await?;
+    if let Some(id) = existing {
+        return Ok(id);
+    }
     let inserted: Option<i64> = sqlx::query_scalar(
         "INSERT INTO repos (github_id, owner, name, default_branch, private, archived, html_url, description)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
@@ -179,6 +186,7 @@ pub async fn ensure_row(conn: &mut PgConnection, repo: &RepoInfo) -> Result<i64,
     .await?;
     match inserted {
         Some(id) => Ok(id),
+        // Inserted concurrently by another writer between the two statements.
         None => {
             sqlx::query_scalar("SELECT id FROM repos WHERE github_id = $1")
                 .bind(repo.github_id)
