@@ -10,9 +10,11 @@ use shared::scheduler::tick::{TickFunction, TickReport};
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
     let tick = &TickFunction::new(&shared::config::from_env()?).await;
-    run(service_fn(move |_event: LambdaEvent<EventBridgeEvent>| async move {
-        let config = shared::config::from_env()?;
-        Ok::<TickReport, Error>(tick.invoke(&config, chrono::Utc::now()).await?)
-    }))
+    run(service_fn(
+        move |_event: LambdaEvent<EventBridgeEvent>| async move {
+            let config = shared::config::from_env()?;
+            Ok::<TickReport, Error>(tick.invoke(&config, chrono::Utc::now()).await?)
+        },
+    ))
     .await
 }

@@ -84,7 +84,11 @@ pub async fn fan_out_full(
     result.map(Some)
 }
 
-async fn fan_out(ws: &Workspace, trigger: Trigger, queue: &SqsAdapter) -> Result<FanOut, sqlx::Error> {
+async fn fan_out(
+    ws: &Workspace,
+    trigger: Trigger,
+    queue: &SqsAdapter,
+) -> Result<FanOut, sqlx::Error> {
     let run = Run::start(&ws.pool, trigger, None).await?;
     let requests_before = ws.client.requests_made();
     let mut counts = RunCounts::default();
@@ -104,7 +108,12 @@ async fn fan_out(ws: &Workspace, trigger: Trigger, queue: &SqsAdapter) -> Result
         }
     };
     run.finish(&ws.pool, status, &counts, error).await?;
-    tracing::info!(run_id, repositories, status = status.as_str(), "full sync fanned out");
+    tracing::info!(
+        run_id,
+        repositories,
+        status = status.as_str(),
+        "full sync fanned out"
+    );
     Ok(FanOut {
         report: RunReport {
             run_id,

@@ -122,9 +122,9 @@ impl SqsAdapter {
 pub async fn jobs_adapter(config: &Config, tenants: Arc<Tenants>) -> JobsAdapter {
     match &config.jobs {
         JobsBackend::Inline => JobsAdapter::Inline(tenants),
-        JobsBackend::Sqs { queue_url } => JobsAdapter::Sqs(
-            SqsAdapter::from_env(queue_url, config.sqs_endpoint.as_deref()).await,
-        ),
+        JobsBackend::Sqs { queue_url } => {
+            JobsAdapter::Sqs(SqsAdapter::from_env(queue_url, config.sqs_endpoint.as_deref()).await)
+        }
     }
 }
 

@@ -32,11 +32,17 @@ pub const DEFAULT_CONCURRENCY: usize = 2;
 pub enum Verdict {
     Done,
     /// Sent back to the queue, visible after `delay` (the installation's rate-limit pause).
-    Requeued { delay: Duration },
+    Requeued {
+        delay: Duration,
+    },
     /// Not retried: invalid, or can never succeed.
-    Dropped { reason: String },
+    Dropped {
+        reason: String,
+    },
     /// Redeliver this message.
-    Retry { reason: String },
+    Retry {
+        reason: String,
+    },
 }
 
 impl Verdict {
@@ -223,7 +229,11 @@ impl Worker {
         if matches!(job, Job::SyncReap { .. }) {
             return None;
         }
-        let github = self.tenants.config(job.tenant().as_str())?.github.as_ref()?;
+        let github = self
+            .tenants
+            .config(job.tenant().as_str())?
+            .github
+            .as_ref()?;
         i64::try_from(github.installation_id).ok()
     }
 

@@ -145,7 +145,11 @@ impl TickFunction {
     }
 
     /// One tick with the configuration as read now.
-    pub async fn invoke(&self, config: &Config, now: DateTime<Utc>) -> Result<TickReport, sqlx::Error> {
+    pub async fn invoke(
+        &self,
+        config: &Config,
+        now: DateTime<Utc>,
+    ) -> Result<TickReport, sqlx::Error> {
         if !config.scheduler_enabled {
             tracing::info!("scheduler off (SYNC_SCHEDULER=0): tick does nothing");
             return Ok(TickReport {
