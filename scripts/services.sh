@@ -30,3 +30,19 @@ if ! psql "$PGURL" -qtAc 'select 1' >/dev/null 2>&1; then
   pg_ctlcluster --skip-systemctl-redirect "$version" main reload
 fi
 echo "PostgreSQL ready"
+
+# The SQS emulator (moto) on loopback, for the SQS adapter and worker tests.
+SQS_PORT=4566
+sqs_up() { curl -s -o /dev/null --max-time 2 "http://127.0.0.1:${SQS_PORT}/" 2>/dev/null; }
+if ! command -v moto_server >/dev/null 2>&1 || ! moto_server --help >/dev/null 2>&1; then
+  echo "installing the SQS emulator (moto[server])"
+  pip install -q "moto[server]" >/dev/null
+  hash -r
+fi
+if ! sqs_up; then
+  echo "starting the SQS emulator on 127.0.0.1:${SQS_PORT}"
+  nohup moto_server -H 127.0.0.1 -p "$SQS_PORT" >/tmp/moto_server.log 2>&1 &
+  for _ in $(seq 1 30); do sqs_up && break; sleep 1; done
+fi
+sqs_up || { echo "the SQS emulator is not reachable at 127.0.0.1:${SQS_PORT}" >&2; exit 1; }
+echo "SQS emulator ready"

@@ -1,13 +1,20 @@
-//! Thin Lambda entry point: logging, then the handler from `shared` (added with its issue).
+//! Thin Lambda entry point for the one-minute EventBridge schedule: logging, the queue client
+//! built once, then per invocation the configuration read again (the tenant list can change)
+//! and `shared::scheduler::tick::TickFunction::invoke`.
 
+use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use serde_json::Value;
+use shared::scheduler::tick::{TickFunction, TickReport};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
-    run(service_fn(|_event: LambdaEvent<Value>| async {
-        Ok::<Value, Error>(Value::Null)
-    }))
+    let tick = &TickFunction::new(&shared::config::from_env()?).await;
+    run(service_fn(
+        move |_event: LambdaEvent<EventBridgeEvent>| async move {
+            let config = shared::config::from_env()?;
+            Ok::<TickReport, Error>(tick.invoke(&config, chrono::Utc::now()).await?)
+        },
+    ))
     .await
 }

@@ -1,13 +1,28 @@
-//! Thin Lambda entry point: logging, then the handler from `shared` (added with its issue).
+//! Thin Lambda entry point for the worker (SQS event source with `ReportBatchItemFailures`):
+//! logging, configuration, the tenants and the jobs adapter built once, then
+//! `shared::jobs::worker::Worker::handle`.
 
+use std::sync::Arc;
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use serde_json::Value;
+use shared::jobs::Tenants;
+use shared::jobs::worker::Worker;
+use shared::sync::workspace::RunOptions;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
-    run(service_fn(|_event: LambdaEvent<Value>| async {
-        Ok::<Value, Error>(Value::Null)
+    let config = shared::config::from_env()?;
+    let tenants = Arc::new(Tenants::from_config(
+        &config,
+        shared::db::DEFAULT_POOL_SIZE,
+        RunOptions::default(),
+    )?);
+    let jobs = shared::jobs::sqs::jobs_adapter(&config, tenants.clone()).await;
+    let worker = &Worker::new(tenants, jobs);
+    run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
+        Ok::<SqsBatchResponse, Error>(worker.handle(event.payload).await)
     }))
     .await
 }

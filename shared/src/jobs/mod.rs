@@ -6,8 +6,11 @@
 //! leave the state of one sync, whichever process runs them.
 
 pub mod adapter;
+pub mod fan_out;
+pub mod pause;
 pub mod sqs;
 pub mod tenants;
+pub mod worker;
 
 use serde::{Deserialize, Serialize};
 

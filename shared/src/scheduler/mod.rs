@@ -4,6 +4,7 @@
 //! lock per tenant ([`run_scheduled_full`]) so only one scheduled full sync runs at a time.
 
 pub mod rules;
+pub mod tick;
 
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};

@@ -1,0 +1,188 @@
+//! A full sync that scales past one invocation (DESIGN.md "Scale past one invocation"): with the
+//! SQS adapter, `sync.full` lists the installation, narrows it by configuration, applies the
+//! removal rule, and sends one `sync.repo` job per selected repository plus a `sync.drain`;
+//! other workers sync the repositories. The repository locks and rerun markers in Postgres keep
+//! the semantics whichever worker runs each job.
+//!
+//! The run recorded here covers the listing, the removals and the fan-out; each `sync.repo`
+//! records its own one-repository run.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::github::{GithubError, RepoInfo};
+use crate::jobs::adapter::SubmitError;
+use crate::jobs::sqs::SqsAdapter;
+use crate::jobs::{Job, RepoRef};
+use crate::scheduler;
+use crate::sync::full::RunReport;
+use crate::sync::lock::{HeldLock, scheduler_key};
+use crate::sync::removal::{self, RemovalError, selected};
+use crate::sync::runs::{Run, RunCounts, RunStatus, Trigger};
+use crate::sync::workspace::Workspace;
+
+/// The end of a fanned-out full sync.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FanOut {
+    pub report: RunReport,
+    /// `sync.repo` jobs sent.
+    pub repositories: usize,
+    /// The GitHub error that stopped the run, if one did (a rate limit becomes a pause).
+    #[serde(skip)]
+    pub stopped_by: Option<GithubError>,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum Stop {
+    #[error(transparent)]
+    Github(GithubError),
+    #[error(transparent)]
+    Queue(SubmitError),
+    #[error("database error: {0}")]
+    Database(sqlx::Error),
+}
+
+impl Stop {
+    fn code(&self) -> &'static str {
+        match self {
+            Stop::Github(e) => e.code(),
+            Stop::Queue(_) => "queue_error",
+            Stop::Database(_) => "database_error",
+        }
+    }
+}
+
+impl From<sqlx::Error> for Stop {
+    fn from(e: sqlx::Error) -> Self {
+        Stop::Database(e)
+    }
+}
+
+/// `sync.full` through the queue. Scheduled and startup runs take the tenant's scheduler lock and
+/// feed the schedule, as [`scheduler::run_scheduled_full`] does; `None`: that lock is busy.
+pub async fn fan_out_full(
+    ws: &Workspace,
+    trigger: Trigger,
+    queue: &SqsAdapter,
+) -> Result<Option<FanOut>, sqlx::Error> {
+    if !matches!(trigger, Trigger::Schedule | Trigger::Startup) {
+        return fan_out(ws, trigger, queue).await.map(Some);
+    }
+    let Some(lock) = HeldLock::try_acquire(&ws.pool, scheduler_key(ws.tenant.as_str())).await?
+    else {
+        tracing::info!(tenant = %ws.tenant, "a scheduled full sync is already running; skipped");
+        return Ok(None);
+    };
+    let result = fan_out(ws, trigger, queue).await;
+    let recorded = match &result {
+        Ok(f) => scheduler::record_run(&ws.pool, ws.tenant.as_str(), &ws.config, &f.report).await,
+        Err(_) => Ok(()),
+    };
+    lock.release().await;
+    recorded?;
+    result.map(Some)
+}
+
+async fn fan_out(
+    ws: &Workspace,
+    trigger: Trigger,
+    queue: &SqsAdapter,
+) -> Result<FanOut, sqlx::Error> {
+    let run = Run::start(&ws.pool, trigger, None).await?;
+    let requests_before = ws.client.requests_made();
+    let mut counts = RunCounts::default();
+    let result = list_and_send(ws, trigger, queue, &mut counts).await;
+    counts.github_requests = ws.client.requests_made().saturating_sub(requests_before);
+    let run_id = run.id;
+    let (status, error, repositories, stopped_by) = match result {
+        Ok(n) => (RunStatus::Success, None, n, None),
+        Err(stop) => {
+            tracing::warn!(run_id, error = %stop, "full sync fan-out failed");
+            let code = stop.code();
+            let github = match stop {
+                Stop::Github(e) => Some(e),
+                _ => None,
+            };
+            (RunStatus::Failed, Some(code), 0, github)
+        }
+    };
+    run.finish(&ws.pool, status, &counts, error).await?;
+    tracing::info!(
+        run_id,
+        repositories,
+        status = status.as_str(),
+        "full sync fanned out"
+    );
+    Ok(FanOut {
+        report: RunReport {
+            run_id,
+            status,
+            counts,
+            error: error.map(str::to_owned),
+        },
+        repositories,
+        stopped_by,
+    })
+}
+
+/// List, narrow, send the jobs, then remove what is no longer selected. Returns the number of
+/// `sync.repo` jobs sent. A failed listing removes nothing and sends nothing.
+async fn list_and_send(
+    ws: &Workspace,
+    trigger: Trigger,
+    queue: &SqsAdapter,
+    counts: &mut RunCounts,
+) -> Result<usize, Stop> {
+    let listed_at: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
+        .fetch_one(&ws.pool)
+        .await?;
+    let listing = match ws.client.list_installation_repos().await {
+        Ok(l) => l,
+        Err(e @ GithubError::InstallationUnavailable { .. }) => {
+            // Deleted or suspended: every repository is marked error, all content is kept.
+            removal::mark_installation_unavailable(&ws.pool).await?;
+            return Err(Stop::Github(e));
+        }
+        Err(e) => return Err(Stop::Github(e)),
+    };
+    let jobs: Vec<Job> = listing
+        .iter()
+        .filter(|r| selected(&ws.config, r))
+        .map(|r| repo_job(ws, r, trigger))
+        .collect();
+    let sent = queue.send_many(&jobs).await.map_err(Stop::Queue)?;
+
+    counts.repos_removed +=
+        match removal::apply_after_listing(&ws.pool, &ws.client, &ws.config, &listing, listed_at)
+            .await
+        {
+            Ok(n) => n,
+            Err(RemovalError::RunStopped(e)) => return Err(Stop::Github(e)),
+            Err(RemovalError::Database(e)) => return Err(Stop::Database(e)),
+        };
+    // Markers left by requests made while nothing ran are drained by a worker too.
+    queue
+        .send(
+            &Job::SyncDrain {
+                tenant: ws.tenant.clone(),
+            },
+            None,
+        )
+        .await
+        .map_err(Stop::Queue)?;
+    Ok(sent)
+}
+
+fn repo_job(ws: &Workspace, repo: &RepoInfo, trigger: Trigger) -> Job {
+    Job::SyncRepo {
+        tenant: ws.tenant.clone(),
+        repository: RepoRef {
+            github_id: Some(repo.github_id),
+            owner: repo.owner.clone(),
+            name: repo.name.clone(),
+        },
+        // Each repository's run carries the full sync's trigger.
+        trigger,
+    }
+}

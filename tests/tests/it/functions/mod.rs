@@ -1,0 +1,5 @@
+//! The Lambda functions: worker, tick, and the SQS adapter against the emulator.
+
+mod sqs;
+mod tick;
+mod worker;
