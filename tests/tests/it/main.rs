@@ -2,6 +2,7 @@
 
 mod engine;
 mod fake_github;
+mod functions;
 mod github_client;
 mod ingest;
 mod migrations;
