@@ -1,6 +1,6 @@
 //! Thin Lambda entry point for the sync API (`/api/sync`, `/api/repos`, `/api/sync/runs[/{id}]`):
-//! logging, configuration (fail fast, naming the variable), the state built once and kept across invocations (lazily connected pools), then
-//! `shared::api::handle`.
+//! logging, configuration (fail fast, naming the variable), the state built once and kept across
+//! invocations (lazily connected pools), then `shared::api::handle`.
 
 use lambda_http::{Error, Request, run, service_fn};
 use shared::app::{AppState, check_deployed_backend};

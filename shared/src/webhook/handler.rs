@@ -196,11 +196,18 @@ async fn accept(
         ));
     }
 
-    // 4. Only this tenant's installation may touch this tenant's database.
+    // 4. Only this tenant's installation may touch this tenant's database. An App-level event
+    //    that names no installation (e.g. `github_app_authorization`) concerns no repository:
+    //    acknowledged, not dispatched.
+    let Some(delivered) = payload["installation"]["id"].as_u64() else {
+        return Ok((
+            StatusCode::ACCEPTED,
+            json!({ "status": "ignored", "event": event, "delivery": delivery }),
+        ));
+    };
     let expected = tenant.github.as_ref().map(|g| g.installation_id);
-    let delivered = payload["installation"]["id"].as_u64();
-    if expected.is_none() || delivered != expected {
-        tracing::warn!(tenant = %tenant.id, ?delivered, "delivery for another installation");
+    if expected != Some(delivered) {
+        tracing::warn!(tenant = %tenant.id, delivered, "delivery for another installation");
         return Err(WebhookError::InstallationMismatch);
     }
 

@@ -267,3 +267,30 @@ async fn unknown_routes_404_wrong_methods_405_unknown_tenant_404() {
     let r = call(&st, "GET", "/api/repos?tenant=default", Some(TOKEN), None).await;
     assert_eq!(r.status, 200);
 }
+
+/// With the SQS backend the 409 is decided before anything is queued: a repository with no row
+/// whose lock is held is refused at once.
+#[tokio::test]
+async fn with_the_queue_a_busy_repository_without_a_row_is_refused_before_queueing() {
+    let w = World::new().await;
+    let id = w.repo("acme/handbook", DOCS);
+    let mut st = state(&w);
+    let config = shared::config::from_lookup(|k| match k {
+        "DATABASE_URL" => Some("postgres://postgres@127.0.0.1:5432/unused".to_owned()),
+        "JOBS_BACKEND" => Some("sqs".to_owned()),
+        // Nothing listens here: a job that reached the queue would fail with 503.
+        "SQS_QUEUE_URL" => Some("http://127.0.0.1:9/000000000000/jobs".to_owned()),
+        "AWS_ENDPOINT_URL_SQS" => Some("http://127.0.0.1:9".to_owned()),
+        _ => None,
+    })
+    .unwrap();
+    st.jobs = shared::app::jobs_adapter(&config, st.tenants.clone());
+    let held = HeldLock::try_acquire(&w.db.pool, repo_key(id as i64))
+        .await
+        .unwrap()
+        .unwrap();
+    let r = post_sync(&st, &json!({"repository": "acme/handbook"})).await;
+    assert_eq!((r.status, r.code()), (409, Some("repository_busy")));
+    held.release().await;
+    assert_eq!(count(&w, "SELECT count(*) FROM sync_runs").await, 0);
+}

@@ -88,11 +88,25 @@ async fn a_signed_push_to_the_default_branch_syncs_the_documents() {
         w.doc_paths("acme/handbook").await,
         vec!["docs/guide.md", "docs/intro.md"]
     );
-    let trigger: String = sqlx::query_scalar("SELECT trigger FROM sync_runs")
-        .fetch_one(&w.db.pool)
+    // The tenant's own path reaches the same tenant.
+    let sig = sign_webhook(
+        SECRET,
+        &serde_json::to_vec(&push(&w, "acme/handbook", id, "refs/heads/main")).unwrap(),
+    );
+    let r = deliver_to(
+        &state(&w),
+        "/github/webhook/default",
+        "push",
+        &push(&w, "acme/handbook", id, "refs/heads/main"),
+        Some(sig),
+    )
+    .await;
+    assert_eq!(r.status, 202, "{}", r.body);
+    let triggers: Vec<String> = sqlx::query_scalar("SELECT trigger FROM sync_runs")
+        .fetch_all(&w.db.pool)
         .await
         .unwrap();
-    assert_eq!(trigger, Trigger::Webhook.as_str());
+    assert_eq!(triggers, vec![Trigger::Webhook.as_str(); 2]);
 }
 
 #[tokio::test]
@@ -272,9 +286,11 @@ async fn a_delivery_for_another_installation_is_not_dispatched() {
     payload["installation"]["id"] = json!(w.installation + 1);
     let r = deliver(&w, "push", &payload).await;
     assert_eq!((r.status, r.code()), (403, Some("installation_mismatch")));
+    // An event naming no installation concerns no repository: acknowledged, never dispatched.
     payload.as_object_mut().unwrap().remove("installation");
     let r = deliver(&w, "push", &payload).await;
-    assert_eq!(r.status, 403, "no installation named");
+    assert_eq!(r.status, 202, "{}", r.body);
+    assert_eq!(r.data()["status"], "ignored");
     assert_eq!(runs(&w).await, 0);
     assert_eq!(count(&w, "SELECT count(*) FROM repos").await, 0);
 }
