@@ -51,14 +51,21 @@ fn split_full_name(full: &str) -> Option<(&str, &str)> {
 
 pub async fn post(state: &AppState, tenant: &TenantConfig, body: &[u8]) -> Result<Value, ApiError> {
     let request = parse(body)?;
-    let ws = workspace(state, tenant)?;
     match request.repository {
         Some(full) => {
             let (owner, name) = split_full_name(&full)
                 .ok_or(ApiError::BadRequest(r#"repository must be "owner/name""#))?;
+            // Configuration first: no GitHub call for a repository it does not select.
+            if !tenant.sync.selects(&format!("{owner}/{name}")) {
+                return Err(ApiError::RepositoryNotSelected);
+            }
+            let ws = workspace(state, tenant)?;
             sync_repository(state, &ws, tenant, owner, name).await
         }
-        None => sync_everything(state, &ws, tenant).await,
+        None => {
+            let ws = workspace(state, tenant)?;
+            sync_everything(state, &ws, tenant).await
+        }
     }
 }
 
@@ -90,11 +97,7 @@ async fn sync_repository(
     owner: &str,
     name: &str,
 ) -> Result<Value, ApiError> {
-    // Configuration first (no GitHub call for a repository it does not select), then GitHub's
-    // answer: the canonical name (renames, case) and the archived flag.
-    if !tenant.sync.selects(&format!("{owner}/{name}")) {
-        return Err(ApiError::RepositoryNotSelected);
-    }
+    // GitHub's answer gives the canonical name (renames, case) and the archived flag.
     let info: RepoInfo = ws.client.repo(owner, name).await.map_err(github_failure)?;
     if !removal::selected(&ws.config, &info) {
         return Err(ApiError::RepositoryNotSelected);

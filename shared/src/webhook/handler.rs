@@ -20,7 +20,7 @@ use crate::jobs::Job;
 use crate::jobs::adapter::Submitted;
 
 pub const WEBHOOK_PATH: &str = "/github/webhook";
-/// Longest delivery id written to the logs (GitHub's are UUIDs).
+/// Longest delivery id or event name written to the logs (GitHub's ids are UUIDs).
 const MAX_LOGGED_DELIVERY: usize = 64;
 
 /// The one error type of the webhook surface: each variant has its status and stable code.
@@ -88,7 +88,11 @@ pub async fn handle(state: &AppState, req: Request) -> Response<Body> {
         .chars()
         .take(MAX_LOGGED_DELIVERY)
         .collect();
-    let event = header(&req, "x-github-event").unwrap_or("");
+    let event: String = header(&req, "x-github-event")
+        .unwrap_or("")
+        .chars()
+        .take(MAX_LOGGED_DELIVERY)
+        .collect();
     match accept(state, &req, &delivery).await {
         Ok((status, data)) => {
             tracing::info!(

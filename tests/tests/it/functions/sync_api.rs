@@ -294,3 +294,29 @@ async fn with_the_queue_a_busy_repository_without_a_row_is_refused_before_queuei
     held.release().await;
     assert_eq!(count(&w, "SELECT count(*) FROM sync_runs").await, 0);
 }
+
+#[tokio::test]
+async fn a_tenant_without_a_github_app_answers_503_after_the_configuration_check() {
+    let w = World::new().await;
+    let mut config = tenant(&w, "default", &[], w.installation, SyncConfig::default());
+    config.github = None;
+    config.sync.exclude = vec![shared::config::RepoPattern::parse("acme/*").unwrap()];
+    let tenants = std::sync::Arc::new(shared::jobs::Tenants::from_parts(
+        vec![(config.clone(), w.db.pool.clone(), None)],
+        shared::sync::workspace::RunOptions::default(),
+    ));
+    let st = AppState {
+        jobs: shared::jobs::adapter::JobsAdapter::Inline(tenants.clone()),
+        tenants,
+        default_tenant: config.id.clone(),
+    };
+    let r = post_sync(&st, &json!({"repository": "acme/handbook"})).await;
+    assert_eq!((r.status, r.code()), (404, Some("repository_not_selected")));
+    let r = post_sync(&st, &json!({"repository": "other/handbook"})).await;
+    assert_eq!((r.status, r.code()), (503, Some("github_not_configured")));
+    let r = post_sync(&st, &json!({})).await;
+    assert_eq!((r.status, r.code()), (503, Some("github_not_configured")));
+    // Reads need no GitHub App.
+    let r = call(&st, "GET", "/api/repos", Some(TOKEN), None).await;
+    assert_eq!(r.status, 200);
+}
