@@ -12,8 +12,6 @@ pub struct SqsAdapter {
 
 impl SqsAdapter {
     pub async fn send(&self, _job: &Job, _delay: Option<Duration>) -> Result<String, SubmitError> {
-        Err(SubmitError::Queue(
-            "the SQS adapter is not built yet".into(),
-        ))
+        Err(SubmitError::Queue("the SQS adapter is not built yet".into()))
     }
 }
