@@ -1,6 +1,8 @@
 //! syncplane's library: every rule of the specification lives here, so the Lambda functions, the
 //! `syncplane` CLI and the tests all reach the same code.
 
+pub mod api;
+pub mod app;
 pub mod config;
 pub mod db;
 pub mod envelope;

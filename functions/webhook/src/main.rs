@@ -1,19 +1,19 @@
-//! Thin Lambda entry point: logging, then the handler from `shared` (added with its issue).
+//! Thin Lambda entry point for `POST /github/webhook[/{tenant}]`: logging, configuration (fail
+//! fast, naming the variable), the state built once and kept across invocations (lazily connected pools), then
+//! `shared::webhook::handle`.
 
-use lambda_http::{Body, Error, Request, Response, run, service_fn};
+use lambda_http::{Error, Request, run, service_fn};
+use shared::app::{AppState, check_deployed_backend};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
-    run(service_fn(|_req: Request| async {
-        Ok::<_, Error>(
-            Response::builder()
-                .status(501)
-                .header("content-type", "application/json")
-                .body(Body::from(
-                    r#"{"success":false,"error":{"message":"not implemented","code":"not_implemented"}}"#,
-                ))?,
-        )
+    let config = shared::config::from_env()?;
+    check_deployed_backend(&config, |k| std::env::var(k).ok());
+    let state = AppState::from_config(&config, shared::db::DEFAULT_POOL_SIZE).await?;
+    let state = &state;
+    run(service_fn(move |req: Request| async move {
+        Ok::<_, Error>(shared::webhook::handle(state, req).await)
     }))
     .await
 }

@@ -1,0 +1,155 @@
+//! The sync API's routes. Order of work: route (404/405), tenant, bearer token, then the work.
+//!
+//! Tenants: the API serves the default tenant (the first configured one); `?tenant=<id>` picks
+//! another, authenticated with that tenant's own `syncApiToken`.
+
+use http::{Method, StatusCode};
+use lambda_http::{Body, Request, Response};
+use serde_json::{Value, json};
+
+use super::error::{ApiError, db_failure};
+use super::http::{body_bytes, respond, route_path};
+use super::{auth, read, sync};
+use crate::app::AppState;
+use crate::config::{TenantConfig, TenantId};
+use crate::envelope;
+
+pub const SYNC_PATH: &str = "/api/sync";
+pub const REPOS_PATH: &str = "/api/repos";
+pub const RUNS_PATH: &str = "/api/sync/runs";
+
+/// Answer one request; never fails (every error is an enveloped response).
+pub async fn handle(state: &AppState, req: Request) -> Response<Body> {
+    match route(state, &req).await {
+        Ok((status, data)) => {
+            tracing::info!(
+                path = req.uri().path(),
+                status = status.as_u16(),
+                "sync API ok"
+            );
+            respond(status, &envelope::success(data), &[])
+        }
+        Err(e) => {
+            tracing::info!(
+                path = req.uri().path(),
+                status = e.status().as_u16(),
+                code = e.code(),
+                "sync API refused"
+            );
+            let allow;
+            let headers: &[(&str, &str)] = match e {
+                ApiError::MethodNotAllowed { allow: a } => {
+                    allow = [("allow", a)];
+                    &allow
+                }
+                _ => &[],
+            };
+            respond(
+                e.status(),
+                &envelope::failure(&e.to_string(), Some(e.code())),
+                headers,
+            )
+        }
+    }
+}
+
+enum Route {
+    Sync,
+    Repos,
+    Runs,
+    Run(Option<i64>),
+}
+
+fn match_route(path: &str) -> Option<Route> {
+    let path = path.strip_suffix('/').unwrap_or(path);
+    match path {
+        SYNC_PATH => Some(Route::Sync),
+        REPOS_PATH => Some(Route::Repos),
+        RUNS_PATH => Some(Route::Runs),
+        _ => {
+            let id = path.strip_prefix(RUNS_PATH)?.strip_prefix('/')?;
+            if id.is_empty() || id.contains('/') {
+                return None;
+            }
+            // A malformed id names no run: 404 like an unknown one.
+            Some(Route::Run(id.parse::<i64>().ok().filter(|i| *i > 0)))
+        }
+    }
+}
+
+fn tenant<'s>(state: &'s AppState, req: &Request) -> Result<&'s TenantConfig, ApiError> {
+    let named = req.uri().query().and_then(|q| {
+        url::form_urlencoded::parse(q.as_bytes())
+            .find(|(k, _)| k == "tenant")
+            .map(|(_, v)| v.into_owned())
+    });
+    let id = match named {
+        None => state.default_tenant.clone(),
+        Some(v) => TenantId::parse(&v).ok_or(ApiError::UnknownTenant)?,
+    };
+    state
+        .tenants
+        .config(id.as_str())
+        .ok_or(ApiError::UnknownTenant)
+}
+
+async fn route(state: &AppState, req: &Request) -> Result<(StatusCode, Value), ApiError> {
+    let route = match_route(route_path(req)).ok_or(ApiError::NotFound)?;
+    let (allowed, allow) = match route {
+        Route::Sync => (Method::POST, "POST"),
+        _ => (Method::GET, "GET"),
+    };
+    if req.method() != allowed {
+        return Err(ApiError::MethodNotAllowed { allow });
+    }
+    let tenant = tenant(state, req)?;
+    auth::authenticate(req.headers(), tenant.sync_api_token.as_ref())?;
+    let pool = state
+        .tenants
+        .pool(tenant.id.as_str())
+        .ok_or(ApiError::UnknownTenant)?;
+    match route {
+        Route::Sync => {
+            let data = sync::post(state, tenant, body_bytes(req.body())).await?;
+            Ok((StatusCode::ACCEPTED, data))
+        }
+        Route::Repos => {
+            let repos = read::repos(pool).await.map_err(db_failure("list repos"))?;
+            Ok((StatusCode::OK, json!({ "repositories": repos })))
+        }
+        Route::Runs => {
+            let runs = read::runs(pool).await.map_err(db_failure("list runs"))?;
+            Ok((StatusCode::OK, json!({ "runs": runs })))
+        }
+        Route::Run(id) => {
+            let id = id.ok_or(ApiError::RunNotFound)?;
+            let run = read::run(pool, id)
+                .await
+                .map_err(db_failure("read run"))?
+                .ok_or(ApiError::RunNotFound)?;
+            Ok((StatusCode::OK, json!(run)))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes() {
+        assert!(matches!(match_route("/api/sync"), Some(Route::Sync)));
+        assert!(matches!(match_route("/api/repos/"), Some(Route::Repos)));
+        assert!(matches!(match_route("/api/sync/runs"), Some(Route::Runs)));
+        assert!(matches!(
+            match_route("/api/sync/runs/12"),
+            Some(Route::Run(Some(12)))
+        ));
+        assert!(matches!(
+            match_route("/api/sync/runs/x"),
+            Some(Route::Run(None))
+        ));
+        assert!(match_route("/api/sync/runs/1/2").is_none());
+        assert!(match_route("/api/other").is_none());
+    }
+}

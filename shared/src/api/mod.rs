@@ -1,0 +1,12 @@
+//! The manual sync API (`Authorization: Bearer $SYNC_API_TOKEN`): `POST /api/sync`,
+//! `GET /api/repos`, `GET /api/sync/runs`, `GET /api/sync/runs/{id}`.
+
+pub mod auth;
+pub mod error;
+pub mod handler;
+pub mod http;
+pub mod read;
+pub mod sync;
+
+pub use error::ApiError;
+pub use handler::handle;

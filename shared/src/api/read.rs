@@ -1,0 +1,94 @@
+//! The read side of the sync API: repositories with their sync state, and runs.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::PgPool;
+
+/// How many runs `GET /api/sync/runs` lists, newest first.
+pub const RUNS_LIMIT: i64 = 50;
+
+#[derive(Debug, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct RepoView {
+    pub full_name: String,
+    pub github_id: i64,
+    pub sync_status: String,
+    /// A fixed message chosen by the engine, never raw upstream text.
+    pub sync_error: Option<String>,
+    pub sync_error_code: Option<String>,
+    pub last_synced_at: Option<DateTime<Utc>>,
+    /// Files skipped by the last plan: `[{"path": ..., "reason": ...}]`.
+    pub warnings: serde_json::Value,
+    pub document_count: i64,
+}
+
+pub async fn repos(pool: &PgPool) -> Result<Vec<RepoView>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT r.owner || '/' || r.name AS full_name, r.github_id, r.sync_status, r.sync_error,
+                r.sync_error_code, r.last_synced_at, r.warnings,
+                (SELECT count(*) FROM documents d WHERE d.repo_id = r.id) AS document_count
+         FROM repos r ORDER BY lower(r.owner), lower(r.name), r.github_id",
+    )
+    .fetch_all(pool)
+    .await
+}
+
+#[derive(Debug, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct RunCountsView {
+    pub repos_synced: i32,
+    pub repos_unchanged: i32,
+    pub repos_failed: i32,
+    pub repos_removed: i32,
+    pub docs_added: i32,
+    pub docs_changed: i32,
+    pub docs_removed: i32,
+    pub github_requests: i32,
+}
+
+#[derive(Debug, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct RunView {
+    pub id: i64,
+    pub trigger: String,
+    /// `owner/name` for a one-repository run, null for all.
+    pub scope: Option<String>,
+    pub status: String,
+    /// The stable code of what stopped the run, if anything did.
+    pub error: Option<String>,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+    #[sqlx(flatten)]
+    pub counts: RunCountsView,
+}
+
+/// The columns of a [`RunView`], as a literal so the queries stay static strings.
+macro_rules! run_columns {
+    () => {
+        "id, trigger, scope, status, error, started_at, finished_at, repos_synced,
+         repos_unchanged, repos_failed, repos_removed, docs_added, docs_changed, docs_removed,
+         github_requests"
+    };
+}
+
+pub async fn runs(pool: &PgPool) -> Result<Vec<RunView>, sqlx::Error> {
+    sqlx::query_as(concat!(
+        "SELECT ",
+        run_columns!(),
+        " FROM sync_runs ORDER BY started_at DESC, id DESC LIMIT $1"
+    ))
+    .bind(RUNS_LIMIT)
+    .fetch_all(pool)
+    .await
+}
+
+pub async fn run(pool: &PgPool, id: i64) -> Result<Option<RunView>, sqlx::Error> {
+    sqlx::query_as(concat!(
+        "SELECT ",
+        run_columns!(),
+        " FROM sync_runs WHERE id = $1"
+    ))
+    .bind(id)
+    .fetch_optional(pool)
+    .await
+}
