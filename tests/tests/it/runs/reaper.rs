@@ -46,16 +46,34 @@ async fn a_terminated_connection_frees_the_lock_and_the_reaper_fails_the_run_aft
     );
 
     // The process's connections die (as when Lambda freezes or kills it) and the process with them.
-    let killed: Vec<bool> = sqlx::query_scalar(
-        "SELECT pg_terminate_backend(pid) FROM pg_locks
-         WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
-           AND pid <> pg_backend_pid()",
-    )
-    .fetch_all(&w.db.pool)
-    .await
-    .unwrap();
+    let run_key: i64 =
+        sqlx::query_scalar("SELECT lock_key FROM sync_runs WHERE status = 'running'")
+            .fetch_one(&w.db.pool)
+            .await
+            .unwrap();
+    let holders = "SELECT pid FROM pg_locks
+         WHERE locktype = 'advisory' AND granted
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+           AND ((classid::bigint << 32) | objid::bigint) = ANY($1)";
+    let keys = vec![run_key, repo_key(info.github_id)];
+    let pids: Vec<i32> = sqlx::query_scalar(holders)
+        .bind(&keys)
+        .fetch_all(&w.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        pids.len(),
+        2,
+        "the run lock and the repository lock are held"
+    );
+    for pid in pids {
+        sqlx::query("SELECT pg_terminate_backend($1)")
+            .bind(pid)
+            .execute(&w.db.pool)
+            .await
+            .unwrap();
+    }
     task.abort();
-    assert_eq!(killed.len(), 2, "the run lock and the repository lock");
 
     let lock = HeldLock::try_acquire(&w.db.pool, repo_key(info.github_id))
         .await
