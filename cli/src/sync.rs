@@ -81,18 +81,19 @@ impl From<RunStatus> for Severity {
     }
 }
 
-pub async fn run(config: &Config, args: &SyncArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    config: &Config,
+    args: &SyncArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
     let repo = match &args.repo {
-        Some(r) => Some(
-            RepoName::parse(r).with_context(|| format!("--repo '{r}' is not owner/name"))?,
-        ),
+        Some(r) => {
+            Some(RepoName::parse(r).with_context(|| format!("--repo '{r}' is not owner/name"))?)
+        }
         None => None,
     };
-    let tenants = Tenants::from_config(
-        config,
-        shared::db::DEFAULT_POOL_SIZE,
-        RunOptions::default(),
-    )?;
+    let tenants =
+        Tenants::from_config(config, shared::db::DEFAULT_POOL_SIZE, RunOptions::default())?;
     let ids: Vec<String> = match &args.tenant {
         Some(t) if tenants.config(t).is_some() => vec![t.clone()],
         Some(t) => bail!("unknown tenant '{t}'"),
@@ -126,7 +127,12 @@ pub async fn run(config: &Config, args: &SyncArgs, out: &mut dyn Write) -> anyho
         writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
     }
     Ok(
-        match results.iter().map(SyncResult::exit).max().unwrap_or(Severity::Ok) {
+        match results
+            .iter()
+            .map(SyncResult::exit)
+            .max()
+            .unwrap_or(Severity::Ok)
+        {
             Severity::Ok => ExitCode::SUCCESS,
             Severity::Partial => ExitCode::from(EXIT_PARTIAL),
             Severity::Failed => ExitCode::FAILURE,
@@ -170,11 +176,7 @@ async fn sync_one(ws: &Workspace, name: &RepoName, progress: bool) -> anyhow::Re
 /// Await `work`; on a terminal, print a progress line every two seconds meanwhile: elapsed
 /// time and how many repositories were written since the start (an unchanged repository is
 /// not written, so it does not move the count).
-async fn with_progress<T>(
-    enabled: bool,
-    ws: &Workspace,
-    work: impl Future<Output = T>,
-) -> T {
+async fn with_progress<T>(enabled: bool, ws: &Workspace, work: impl Future<Output = T>) -> T {
     if !enabled {
         return work.await;
     }

@@ -9,7 +9,7 @@ use clap::Parser;
 use serde_json::Value;
 use syncplane_cli::{Cli, run};
 use syncplane_tests::db::TestDb;
-use syncplane_tests::fake_github::{Endpoint, Fault, FakeGithub};
+use syncplane_tests::fake_github::{Endpoint, FakeGithub, Fault};
 
 struct Setup {
     db: TestDb,
@@ -32,7 +32,11 @@ impl Setup {
                 ("docs/b.md", b"# B\n"),
             ],
         );
-        gh.add_repo(installation, "acme/widgets", &[("docs/usage.md", b"# Usage\n")]);
+        gh.add_repo(
+            installation,
+            "acme/widgets",
+            &[("docs/usage.md", b"# Usage\n")],
+        );
         gh.add_repo(installation, "acme/legacy", &[("docs/old.md", b"# Old\n")]);
         Self {
             db,
@@ -108,7 +112,9 @@ async fn sync_prints_a_summary_with_the_run_counts() {
     assert_eq!(code, ExitCode::SUCCESS, "{out}");
     assert!(out.starts_with("tenant default: run #"), "{out}");
     assert!(
-        out.contains(" success: repositories 2 synced, 0 unchanged, 0 failed, 0 removed; documents 3 added"),
+        out.contains(
+            " success: repositories 2 synced, 0 unchanged, 0 failed, 0 removed; documents 3 added"
+        ),
         "{out}"
     );
     // A second run finds nothing changed.
@@ -149,8 +155,7 @@ async fn sync_refuses_a_repository_the_configuration_does_not_select() {
 #[tokio::test]
 async fn sync_exits_non_zero_when_the_run_fails() {
     let s = Setup::new().await;
-    s.gh
-        .fault(Endpoint::InstallationRepos, Fault::Status(502), None);
+    s.gh.fault(Endpoint::InstallationRepos, Fault::Status(502), None);
     let (code, out) = s.json(&["sync", "--json"]).await;
     assert_eq!(code, ExitCode::FAILURE);
     assert_eq!(out[0]["report"]["status"], "failed");

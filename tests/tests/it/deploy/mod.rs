@@ -8,5 +8,7 @@ use std::path::PathBuf;
 
 /// A file of the repository root (template.yaml, events/...).
 pub fn repo_file(path: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(path)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("..")
+        .join(path)
 }

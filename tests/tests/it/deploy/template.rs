@@ -111,7 +111,9 @@ fn poison_jobs_go_to_a_dead_letter_queue() {
         .and_then(|s| s.strip_suffix(".Arn"))
         .unwrap();
     let redrive = &resource(&t, queue_name)["Properties"]["RedrivePolicy"];
-    let max = redrive["maxReceiveCount"].as_u64().expect("maxReceiveCount");
+    let max = redrive["maxReceiveCount"]
+        .as_u64()
+        .expect("maxReceiveCount");
     assert!((1..=10).contains(&max), "maxReceiveCount {max}");
     let dlq = intrinsic(&redrive["deadLetterTargetArn"], "GetAtt")
         .and_then(Value::as_str)
@@ -213,10 +215,18 @@ fn the_worker_concurrency_is_capped_by_the_connection_budget_parameter() {
         .expect("reserved concurrency is a parameter");
     let param = &t["Parameters"][reserved];
     assert_eq!(param["Type"], "Number");
-    assert!(param["Description"].as_str().unwrap().contains("connection"));
+    assert!(
+        param["Description"]
+            .as_str()
+            .unwrap()
+            .contains("connection")
+    );
     // The SQS pollers stop at the same cap instead of being throttled.
     let max = &worker_sqs_event(&t)["Properties"]["ScalingConfig"]["MaximumConcurrency"];
-    assert_eq!(intrinsic(max, "Ref").and_then(Value::as_str), Some(reserved));
+    assert_eq!(
+        intrinsic(max, "Ref").and_then(Value::as_str),
+        Some(reserved)
+    );
 }
 
 #[test]
@@ -242,7 +252,10 @@ fn deployed_functions_queue_jobs_and_keep_secrets_out_of_the_console() {
                 .as_str()
                 .is_some_and(|s| s.starts_with("{{resolve:secretsmanager:")),
         };
-        assert!(secret, "{var} must be a NoEcho parameter or a secret reference");
+        assert!(
+            secret,
+            "{var} must be a NoEcho parameter or a secret reference"
+        );
     }
     let vpc = &t["Globals"]["Function"]["VpcConfig"];
     assert!(intrinsic(&vpc["SubnetIds"], "Ref").is_some());
