@@ -1,5 +1,7 @@
 //! The one integration-test binary: real Postgres, the fake GitHub, the SQS emulator.
 
+mod cli;
+mod deploy;
 mod engine;
 mod fake_github;
 mod functions;

@@ -1,0 +1,72 @@
+//! The `syncplane` operator commands. Every command calls the same library as the Lambda
+//! functions; output goes to the writer given, progress to a terminal's stderr.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use shared::config::Config;
+
+pub mod provision;
+pub mod sync;
+
+#[derive(Parser)]
+#[command(name = "syncplane", version, about = "syncplane operator tool")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand)]
+pub enum Command {
+    /// Apply every pending database migration (for every configured tenant).
+    Migrate,
+    /// Sync now: every selected repository, or one with --repo. Exit status: 0 success (or
+    /// coalesced into a running sync), 1 failed or busy, 3 partial (some repositories failed).
+    Sync(sync::SyncArgs),
+    /// Show each tenant's repositories and recent sync runs.
+    Status {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Provision agent session ingest: orgs, users, compute targets, device tokens.
+    #[command(subcommand)]
+    Ingest(provision::IngestCommand),
+}
+
+/// Run one command against `config`, writing its output to `out`.
+pub async fn run(cli: Cli, config: &Config, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Migrate => migrate(config, out).await,
+        Command::Sync(args) => sync::run(config, &args, out).await,
+        Command::Status { json } => status(config, json, out).await,
+        Command::Ingest(cmd) => provision::run(config, cmd).await,
+    }
+}
+
+async fn migrate(config: &Config, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    for tenant in &config.tenants {
+        let pool = shared::db::connect(&tenant.database_url, 1).await?;
+        shared::db::migrate(&pool).await?;
+        writeln!(out, "tenant {}: migrations applied", tenant.id)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn status(config: &Config, json: bool, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    let mut all = Vec::new();
+    for tenant in &config.tenants {
+        let pool = shared::db::connect(&tenant.database_url, 1).await?;
+        let report = shared::status::tenant_status(&pool).await?;
+        if !json {
+            writeln!(out, "tenant {}", tenant.id)?;
+            write!(out, "{}", report.render_text())?;
+        }
+        all.push(serde_json::json!({ "tenant": tenant.id, "status": report }));
+    }
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(&all)?)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}

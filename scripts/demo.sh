@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The offline demo, against `bash scripts/local.sh` running in another shell (no GitHub App
+# configured, so it serves the fake GitHub's demo repositories): a manual sync through the sync
+# API, the status API, a signed push webhook, and the runs it left.
+set -euo pipefail
+
+demo_env="${TMPDIR:-/tmp}/syncplane-local-demo.env"
+[ -f "$demo_env" ] || { echo "start 'bash scripts/local.sh' (with no GitHub App) first" >&2; exit 1; }
+# shellcheck disable=SC1090
+. "$demo_env"
+base="${SYNCPLANE_URL:-http://127.0.0.1:9000/lambda-url}"
+auth="authorization: Bearer $SYNC_API_TOKEN"
+
+show() { python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin), indent=2))'; }
+
+echo "== POST /api/sync {} (every repository; inline jobs run before the answer)"
+curl -sS -X POST -H "$auth" -H 'content-type: application/json' -d '{}' "$base/sync-api/api/sync" | show
+
+echo "== GET /api/repos"
+repos=$(curl -sS -H "$auth" "$base/sync-api/api/repos")
+echo "$repos" | show
+id=$(echo "$repos" | python3 -c '
+import json, sys
+print(next(r["githubId"] for r in json.load(sys.stdin)["data"] if r["fullName"] == "acme/handbook"))')
+
+echo "== POST /github/webhook (push to acme/handbook's default branch, signed)"
+body=$(printf '{"ref":"refs/heads/main","repository":{"id":%s,"name":"handbook","full_name":"acme/handbook","owner":{"login":"acme"},"default_branch":"main"},"installation":{"id":%s}}' "$id" "$GITHUB_INSTALLATION_ID")
+sig=$(printf '%s' "$body" | openssl dgst -sha256 -hmac "$GITHUB_WEBHOOK_SECRET" -r | cut -d' ' -f1)
+curl -sS -X POST -H 'content-type: application/json' -H 'x-github-event: push' \
+  -H "x-github-delivery: demo-$(date +%s)" -H "x-hub-signature-256: sha256=$sig" \
+  -d "$body" "$base/webhook/github/webhook" | show
+
+echo "== POST /github/webhook with a bad signature (401, nothing dispatched)"
+curl -sS -o /dev/null -w '%{http_code}\n' -X POST -H 'x-github-event: push' \
+  -H 'x-github-delivery: demo-bad' -H 'x-hub-signature-256: sha256=00' -d "$body" "$base/webhook/github/webhook"
+
+echo "== GET /api/sync/runs"
+curl -sS -H "$auth" "$base/sync-api/api/sync/runs" | show

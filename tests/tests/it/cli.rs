@@ -1,0 +1,208 @@
+//! The `syncplane` operator commands (issue 5, item 11), run through the CLI's own entry point
+//! (`syncplane_cli::run` with parsed arguments) against a configuration built from environment
+//! variables exactly as the binary reads them: real Postgres, the fake GitHub.
+
+use std::collections::BTreeMap;
+use std::process::ExitCode;
+
+use clap::Parser;
+use serde_json::Value;
+use syncplane_cli::{Cli, run};
+use syncplane_tests::db::TestDb;
+use syncplane_tests::fake_github::{Endpoint, FakeGithub, Fault};
+
+struct Setup {
+    db: TestDb,
+    gh: FakeGithub,
+    installation: u64,
+    sync_config: String,
+}
+
+impl Setup {
+    async fn new() -> Self {
+        let db = TestDb::new().await;
+        let gh = FakeGithub::start().await;
+        let installation = gh.add_installation("acme");
+        gh.add_repo(
+            installation,
+            "acme/handbook",
+            &[
+                ("README.md", b"# Handbook\n"),
+                ("docs/a.md", b"# A\n"),
+                ("docs/b.md", b"# B\n"),
+            ],
+        );
+        gh.add_repo(
+            installation,
+            "acme/widgets",
+            &[("docs/usage.md", b"# Usage\n")],
+        );
+        gh.add_repo(installation, "acme/legacy", &[("docs/old.md", b"# Old\n")]);
+        Self {
+            db,
+            gh,
+            installation,
+            sync_config: r#"{"exclude":["acme/legacy"]}"#.to_owned(),
+        }
+    }
+
+    /// The process environment the binary would see.
+    fn env(&self) -> BTreeMap<&'static str, String> {
+        BTreeMap::from([
+            ("DATABASE_URL", self.db.url().expose().to_owned()),
+            ("GITHUB_API_URL", self.gh.url()),
+            ("GITHUB_APP_ID", self.gh.app_id().to_string()),
+            ("GITHUB_INSTALLATION_ID", self.installation.to_string()),
+            ("GITHUB_APP_PRIVATE_KEY", self.gh.private_key_pem()),
+            ("GITHUB_RATE_LIMIT_WAIT_BUDGET_SECONDS", "0".to_owned()),
+            ("SYNC_CONFIG", self.sync_config.clone()),
+        ])
+    }
+
+    /// `syncplane <args>`: exit status and standard output.
+    async fn syncplane(&self, args: &[&str]) -> (ExitCode, String) {
+        let env = self.env();
+        let config =
+            shared::config::from_lookup(|k| env.get(k).cloned()).expect("valid configuration");
+        let cli = Cli::try_parse_from(std::iter::once("syncplane").chain(args.iter().copied()))
+            .expect("valid arguments");
+        let mut out = Vec::new();
+        let code = run(cli, &config, &mut out)
+            .await
+            .unwrap_or(ExitCode::FAILURE);
+        (code, String::from_utf8(out).unwrap())
+    }
+
+    async fn json(&self, args: &[&str]) -> (ExitCode, Value) {
+        let (code, out) = self.syncplane(args).await;
+        (code, serde_json::from_str(&out).expect("JSON output"))
+    }
+
+    async fn stored(&self) -> Vec<String> {
+        sqlx::query_scalar("SELECT owner || '/' || name FROM repos ORDER BY name")
+            .fetch_all(&self.db.pool)
+            .await
+            .unwrap()
+    }
+}
+
+#[tokio::test]
+async fn sync_without_a_repository_runs_a_manual_full_sync_of_every_selected_repository() {
+    let s = Setup::new().await;
+    let (code, out) = s.json(&["sync", "--json"]).await;
+    assert_eq!(code, ExitCode::SUCCESS, "{out}");
+    let run = &out[0];
+    assert_eq!(run["result"], "run");
+    assert_eq!(run["tenant"], "default");
+    assert_eq!(run["report"]["status"], "success");
+    assert_eq!(run["report"]["counts"]["reposSynced"], 2);
+    assert_eq!(run["report"]["counts"]["docsAdded"], 3);
+    assert_eq!(s.stored().await, ["acme/handbook", "acme/widgets"]);
+    let trigger: String = sqlx::query_scalar("SELECT trigger FROM sync_runs")
+        .fetch_one(&s.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(trigger, "manual");
+}
+
+#[tokio::test]
+async fn sync_prints_a_summary_with_the_run_counts() {
+    let s = Setup::new().await;
+    let (code, out) = s.syncplane(&["sync"]).await;
+    assert_eq!(code, ExitCode::SUCCESS, "{out}");
+    assert!(out.starts_with("tenant default: run #"), "{out}");
+    assert!(
+        out.contains(
+            " success: repositories 2 synced, 0 unchanged, 0 failed, 0 removed; documents 3 added"
+        ),
+        "{out}"
+    );
+    // A second run finds nothing changed.
+    let (_, out) = s.syncplane(&["sync"]).await;
+    assert!(out.contains("repositories 0 synced, 2 unchanged"), "{out}");
+}
+
+#[tokio::test]
+async fn sync_with_a_repository_syncs_only_that_repository() {
+    let s = Setup::new().await;
+    let (code, out) = s.json(&["sync", "--repo", "acme/widgets", "--json"]).await;
+    assert_eq!(code, ExitCode::SUCCESS, "{out}");
+    assert_eq!(out[0]["result"], "repository");
+    assert_eq!(out[0]["outcome"]["outcome"], "synced");
+    assert_eq!(out[0]["outcome"]["status"], "success");
+    assert_eq!(out[0]["counts"]["docsAdded"], 1);
+    assert_eq!(s.stored().await, ["acme/widgets"]);
+    let scope: Option<String> = sqlx::query_scalar("SELECT scope FROM sync_runs")
+        .fetch_one(&s.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(scope.as_deref(), Some("acme/widgets"));
+}
+
+#[tokio::test]
+async fn sync_refuses_a_repository_the_configuration_does_not_select() {
+    let s = Setup::new().await;
+    let (code, _) = s.syncplane(&["sync", "--repo", "acme/legacy"]).await;
+    assert_eq!(code, ExitCode::FAILURE);
+    assert!(s.stored().await.is_empty());
+    let runs: i64 = sqlx::query_scalar("SELECT count(*) FROM sync_runs")
+        .fetch_one(&s.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(runs, 0, "nothing was attempted");
+}
+
+#[tokio::test]
+async fn sync_exits_non_zero_when_the_run_fails() {
+    let s = Setup::new().await;
+    s.gh.fault(Endpoint::InstallationRepos, Fault::Status(502), None);
+    let (code, out) = s.json(&["sync", "--json"]).await;
+    assert_eq!(code, ExitCode::FAILURE);
+    assert_eq!(out[0]["report"]["status"], "failed");
+    assert!(out[0]["report"]["error"].is_string());
+}
+
+#[tokio::test]
+async fn sync_exits_with_the_partial_status_when_some_repositories_fail() {
+    let s = Setup::new().await;
+    s.gh.fault(Endpoint::Tree, Fault::Status(500), None);
+    let (code, out) = s.json(&["sync", "--json"]).await;
+    assert_eq!(out[0]["report"]["status"], "partial", "{out}");
+    assert_eq!(
+        code,
+        ExitCode::from(syncplane_cli::sync::EXIT_PARTIAL),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn status_json_shows_each_repository_and_the_recent_runs() {
+    let s = Setup::new().await;
+    let (code, _) = s.syncplane(&["sync"]).await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    let (code, out) = s.json(&["status", "--json"]).await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    let status = &out[0]["status"];
+    assert_eq!(out[0]["tenant"], "default");
+    let repos: Vec<(String, i64, String)> = status["repos"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["fullName"].as_str().unwrap().to_owned(),
+                r["documentCount"].as_i64().unwrap(),
+                r["syncStatus"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        repos,
+        [
+            ("acme/handbook".to_owned(), 2, "ok".to_owned()),
+            ("acme/widgets".to_owned(), 1, "ok".to_owned()),
+        ]
+    );
+    assert_eq!(status["recentRuns"][0]["trigger"], "manual");
+    assert_eq!(status["recentRuns"][0]["status"], "success");
+}

@@ -1,0 +1,263 @@
+//! template.yaml (DESIGN.md "Shape", "Worker"): what `cfn-lint` does not catch. A misspelled
+//! `ReportBatchItemFailures` or a visibility timeout below the worker's timeout both deploy
+//! cleanly and then re-run whole batches or run one job on two workers at once.
+
+use serde_yaml_ng::Value;
+
+use super::repo_file;
+
+fn template() -> Value {
+    let text = std::fs::read_to_string(repo_file("template.yaml")).unwrap();
+    // CloudFormation short forms (!Ref, !GetAtt, !Sub) parse as tagged values.
+    serde_yaml_ng::from_str(&text).unwrap()
+}
+
+/// The value of a tagged (`!Ref X`) or long-form (`{"Ref": X}`) intrinsic.
+fn intrinsic<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
+    match v {
+        Value::Tagged(t) if t.tag == name => Some(&t.value),
+        Value::Mapping(m) if m.len() == 1 => m.get(format!("Fn::{name}")).or(m.get(name)),
+        _ => None,
+    }
+}
+
+fn resource<'a>(t: &'a Value, name: &str) -> &'a Value {
+    &t["Resources"][name]
+}
+
+/// A function's property, falling back to `Globals.Function`.
+fn function_prop<'a>(t: &'a Value, function: &str, prop: &str) -> &'a Value {
+    let own = &resource(t, function)["Properties"][prop];
+    if own.is_null() {
+        &t["Globals"]["Function"][prop]
+    } else {
+        own
+    }
+}
+
+fn functions(t: &Value) -> Vec<(String, &Value)> {
+    t["Resources"]
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .filter(|(_, r)| r["Type"] == "AWS::Serverless::Function")
+        .map(|(k, r)| (k.as_str().unwrap().to_owned(), r))
+        .collect()
+}
+
+/// The function built from binary `bin`.
+fn function_of<'a>(t: &'a Value, bin: &str) -> (String, &'a Value) {
+    functions(t)
+        .into_iter()
+        .find(|(_, r)| r["Metadata"]["BuildProperties"]["Binary"] == bin)
+        .unwrap_or_else(|| panic!("no function builds binary {bin}"))
+}
+
+/// The worker's SQS event source.
+fn worker_sqs_event(t: &Value) -> &Value {
+    let (_, worker) = function_of(t, "worker");
+    worker["Properties"]["Events"]
+        .as_mapping()
+        .unwrap()
+        .values()
+        .find(|e| e["Type"] == "SQS")
+        .expect("the worker has an SQS event source")
+}
+
+#[test]
+fn the_worker_reports_partial_batch_failures() {
+    let t = template();
+    let types = worker_sqs_event(&t)["Properties"]["FunctionResponseTypes"]
+        .as_sequence()
+        .expect("FunctionResponseTypes is a list");
+    assert_eq!(
+        types,
+        &vec![Value::from("ReportBatchItemFailures")],
+        "spelled exactly as Lambda expects, or whole batches are retried"
+    );
+}
+
+#[test]
+fn the_queue_visibility_timeout_exceeds_the_worker_timeout() {
+    let t = template();
+    let queue_ref = &worker_sqs_event(&t)["Properties"]["Queue"];
+    let queue_name = intrinsic(queue_ref, "GetAtt")
+        .and_then(Value::as_str)
+        .and_then(|s| s.strip_suffix(".Arn"))
+        .expect("the event source names a queue of this template");
+    let queue = resource(&t, queue_name);
+    assert_eq!(queue["Type"], "AWS::SQS::Queue");
+    let visibility = queue["Properties"]["VisibilityTimeout"].as_u64().unwrap();
+    let (name, _) = function_of(&t, "worker");
+    let timeout = function_prop(&t, &name, "Timeout").as_u64().unwrap();
+    assert!(
+        visibility > timeout,
+        "visibility {visibility}s must exceed the worker's {timeout}s"
+    );
+    assert!(
+        visibility >= 6 * timeout,
+        "AWS advises six times the timeout"
+    );
+    // Long syncs: a full sync fans out, but one repository may still take minutes.
+    assert_eq!(timeout, 900);
+}
+
+#[test]
+fn poison_jobs_go_to_a_dead_letter_queue() {
+    let t = template();
+    let queue_ref = &worker_sqs_event(&t)["Properties"]["Queue"];
+    let queue_name = intrinsic(queue_ref, "GetAtt")
+        .and_then(Value::as_str)
+        .and_then(|s| s.strip_suffix(".Arn"))
+        .unwrap();
+    let redrive = &resource(&t, queue_name)["Properties"]["RedrivePolicy"];
+    let max = redrive["maxReceiveCount"]
+        .as_u64()
+        .expect("maxReceiveCount");
+    assert!((1..=10).contains(&max), "maxReceiveCount {max}");
+    let dlq = intrinsic(&redrive["deadLetterTargetArn"], "GetAtt")
+        .and_then(Value::as_str)
+        .and_then(|s| s.strip_suffix(".Arn"))
+        .expect("the DLQ is a queue of this template");
+    assert_ne!(dlq, queue_name);
+    assert_eq!(resource(&t, dlq)["Type"], "AWS::SQS::Queue");
+}
+
+#[test]
+fn each_function_is_a_cargo_lambda_arm64_binary_of_the_workspace() {
+    let t = template();
+    let fns = functions(&t);
+    let mut bins: Vec<&str> = fns
+        .iter()
+        .map(|(_, r)| r["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap())
+        .collect();
+    bins.sort();
+    assert_eq!(bins, ["ingest", "sync-api", "tick", "webhook", "worker"]);
+    for (name, r) in &fns {
+        assert_eq!(r["Metadata"]["BuildMethod"], "rust-cargolambda", "{name}");
+        let bin = r["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap();
+        assert!(
+            repo_file(&format!("functions/{bin}/Cargo.toml")).exists(),
+            "{name} builds binary {bin}, a crate of functions/"
+        );
+        assert_eq!(function_prop(&t, name, "Runtime"), "provided.al2023");
+        assert_eq!(function_prop(&t, name, "Handler"), "bootstrap");
+        assert_eq!(
+            function_prop(&t, name, "Architectures"),
+            &Value::Sequence(vec!["arm64".into()])
+        );
+    }
+}
+
+#[test]
+fn every_route_of_the_design_reaches_its_function() {
+    let t = template();
+    let expected = [
+        ("POST", "/github/webhook", "webhook"),
+        ("POST", "/github/webhook/{tenant}", "webhook"),
+        ("POST", "/api/sync", "sync-api"),
+        ("GET", "/api/repos", "sync-api"),
+        ("GET", "/api/sync/runs", "sync-api"),
+        ("GET", "/api/sync/runs/{id}", "sync-api"),
+        ("POST", "/api/agent-sessions/sync", "ingest"),
+        ("GET", "/api/agent-sessions/hello", "ingest"),
+    ];
+    let mut routes = Vec::new();
+    for (_, r) in functions(&t) {
+        let bin = r["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap();
+        let Some(events) = r["Properties"]["Events"].as_mapping() else {
+            continue;
+        };
+        for e in events.values().filter(|e| e["Type"] == "HttpApi") {
+            let p = &e["Properties"];
+            routes.push((
+                p["Method"].as_str().unwrap().to_owned(),
+                p["Path"].as_str().unwrap().to_owned(),
+                bin.to_owned(),
+            ));
+        }
+    }
+    routes.sort();
+    let mut want: Vec<_> = expected
+        .iter()
+        .map(|(m, p, b)| (m.to_string(), p.to_string(), b.to_string()))
+        .collect();
+    want.sort();
+    assert_eq!(routes, want);
+}
+
+#[test]
+fn tick_runs_every_minute() {
+    let t = template();
+    let (_, tick) = function_of(&t, "tick");
+    let schedules: Vec<&Value> = tick["Properties"]["Events"]
+        .as_mapping()
+        .unwrap()
+        .values()
+        .filter(|e| e["Type"] == "Schedule" || e["Type"] == "ScheduleV2")
+        .collect();
+    assert_eq!(schedules.len(), 1);
+    let expr = &schedules[0]["Properties"]["Schedule"];
+    let expr = if expr.is_null() {
+        &schedules[0]["Properties"]["ScheduleExpression"]
+    } else {
+        expr
+    };
+    assert_eq!(expr, "rate(1 minute)");
+}
+
+#[test]
+fn the_worker_concurrency_is_capped_by_the_connection_budget_parameter() {
+    let t = template();
+    let (_, worker) = function_of(&t, "worker");
+    let reserved = intrinsic(&worker["Properties"]["ReservedConcurrentExecutions"], "Ref")
+        .and_then(Value::as_str)
+        .expect("reserved concurrency is a parameter");
+    let param = &t["Parameters"][reserved];
+    assert_eq!(param["Type"], "Number");
+    assert!(
+        param["Description"]
+            .as_str()
+            .unwrap()
+            .contains("connection")
+    );
+    // The SQS pollers stop at the same cap instead of being throttled.
+    let max = &worker_sqs_event(&t)["Properties"]["ScalingConfig"]["MaximumConcurrency"];
+    assert_eq!(
+        intrinsic(max, "Ref").and_then(Value::as_str),
+        Some(reserved)
+    );
+}
+
+#[test]
+fn deployed_functions_queue_jobs_and_keep_secrets_out_of_the_console() {
+    let t = template();
+    let env = &t["Globals"]["Function"]["Environment"]["Variables"];
+    assert_eq!(env["JOBS_BACKEND"], "sqs");
+    let queue = intrinsic(&env["SQS_QUEUE_URL"], "Ref")
+        .and_then(Value::as_str)
+        .unwrap();
+    assert_eq!(resource(&t, queue)["Type"], "AWS::SQS::Queue");
+    for var in [
+        "DATABASE_URL",
+        "GITHUB_APP_PRIVATE_KEY",
+        "GITHUB_WEBHOOK_SECRET",
+        "SYNC_API_TOKEN",
+    ] {
+        let v = &env[var];
+        let secret = match intrinsic(v, "Ref").and_then(Value::as_str) {
+            Some(param) => t["Parameters"][param]["NoEcho"] == true,
+            // A Secrets Manager dynamic reference.
+            None => v
+                .as_str()
+                .is_some_and(|s| s.starts_with("{{resolve:secretsmanager:")),
+        };
+        assert!(
+            secret,
+            "{var} must be a NoEcho parameter or a secret reference"
+        );
+    }
+    let vpc = &t["Globals"]["Function"]["VpcConfig"];
+    assert!(intrinsic(&vpc["SubnetIds"], "Ref").is_some());
+    assert!(intrinsic(&vpc["SecurityGroupIds"], "Ref").is_some());
+}
