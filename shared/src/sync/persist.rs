@@ -206,23 +206,21 @@ pub async fn write(pool: &PgPool, w: Write<'_>) -> Result<(Counts, Vec<Warning>)
     let mut refused_warnings = Vec::new();
     let mut refused_paths = HashSet::new();
 
-    for doc in &w.documents {
-        match upsert_document(&mut tx, repo_id, doc).await {
-            Ok(Some(inserted)) => {
+    for (path, outcome) in upsert_documents(&mut tx, repo_id, &w.documents).await? {
+        match outcome {
+            DocOutcome::Inserted => {
                 counts.rows_written += 1;
-                if inserted {
-                    counts.added += 1;
-                } else {
-                    counts.changed += 1;
-                }
+                counts.added += 1;
             }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(path = %doc.path, error = %e, "document refused by Postgres");
+            DocOutcome::Updated => {
+                counts.rows_written += 1;
+                counts.changed += 1;
+            }
+            DocOutcome::Refused => {
                 counts.refused += 1;
-                refused_paths.insert(doc.path.clone());
+                refused_paths.insert(path.clone());
                 refused_warnings.push(Warning {
-                    path: doc.path.clone(),
+                    path,
                     reason: crate::sync::selection::SkipReason::Unstorable,
                     detail: Some("the database refused this document".to_owned()),
                 });
@@ -300,6 +298,123 @@ pub async fn write(pool: &PgPool, w: Write<'_>) -> Result<(Counts, Vec<Warning>)
     tx.commit().await?;
     counts.db_time = started.elapsed();
     Ok((counts, refused_warnings))
+}
+
+/// What happened to one written document (identical ones are not reported).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum DocOutcome {
+    Inserted,
+    Updated,
+    Refused,
+}
+
+/// Documents per batch call, and body bytes per batch call: bounds one statement's size.
+const BATCH_DOCUMENTS: usize = 500;
+const BATCH_BYTES: usize = 16 * 1024 * 1024;
+
+/// Upsert documents in batches: one round trip per batch through `sync_upsert_documents`, which
+/// runs each document in its own subtransaction. If a batch call itself is refused (a value
+/// Postgres cannot even accept as a parameter), that batch falls back to one savepoint per
+/// document, so the refusal still stays with its document.
+async fn upsert_documents(
+    tx: &mut Transaction<'_, Postgres>,
+    repo_id: i64,
+    documents: &[DocumentWrite],
+) -> Result<Vec<(String, DocOutcome)>, sqlx::Error> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < documents.len() {
+        let mut end = start;
+        let mut bytes = 0;
+        while end < documents.len()
+            && end - start < BATCH_DOCUMENTS
+            && (end == start || bytes < BATCH_BYTES)
+        {
+            bytes += documents[end].parsed.body.len();
+            end += 1;
+        }
+        let batch = &documents[start..end];
+        match upsert_batch(tx, repo_id, batch).await? {
+            Some(rows) => out.extend(rows),
+            None => {
+                for doc in batch {
+                    let outcome = match upsert_document(tx, repo_id, doc).await {
+                        Ok(Some(true)) => DocOutcome::Inserted,
+                        Ok(Some(false)) => DocOutcome::Updated,
+                        Ok(None) => continue,
+                        Err(e) => {
+                            tracing::warn!(path = %doc.path, error = %e, "document refused by Postgres");
+                            DocOutcome::Refused
+                        }
+                    };
+                    out.push((doc.path.clone(), outcome));
+                }
+            }
+        }
+        start = end;
+    }
+    Ok(out)
+}
+
+/// One batch call under a savepoint; `None` when the call as a whole was refused.
+async fn upsert_batch(
+    tx: &mut Transaction<'_, Postgres>,
+    repo_id: i64,
+    batch: &[DocumentWrite],
+) -> Result<Option<Vec<(String, DocOutcome)>>, sqlx::Error> {
+    let paths: Vec<&str> = batch.iter().map(|d| d.path.as_str()).collect();
+    let shas: Vec<&str> = batch.iter().map(|d| d.blob_sha.as_str()).collect();
+    let sizes: Vec<i32> = batch
+        .iter()
+        .map(|d| i32::try_from(d.size).unwrap_or(i32::MAX))
+        .collect();
+    let titles: Vec<&str> = batch.iter().map(|d| d.parsed.title.as_str()).collect();
+    let frontmatters: Vec<&serde_json::Value> =
+        batch.iter().map(|d| &d.parsed.frontmatter).collect();
+    let headings: Vec<serde_json::Value> = batch
+        .iter()
+        .map(|d| serde_json::to_value(&d.parsed.headings).unwrap_or_else(|_| serde_json::json!([])))
+        .collect();
+    let bodies: Vec<&str> = batch.iter().map(|d| d.parsed.body.as_str()).collect();
+    let mut sp = sqlx::Connection::begin(&mut **tx).await?;
+    let rows: Result<Vec<(String, String)>, sqlx::Error> = sqlx::query_as(
+        "SELECT doc_path, doc_outcome FROM sync_upsert_documents($1, $2, $3, $4, $5, $6, $7, $8)",
+    )
+    .bind(repo_id)
+    .bind(&paths)
+    .bind(&shas)
+    .bind(&sizes)
+    .bind(&titles)
+    .bind(&frontmatters)
+    .bind(&headings)
+    .bind(&bodies)
+    .fetch_all(&mut *sp)
+    .await;
+    match rows {
+        Ok(rows) => {
+            sp.commit().await?;
+            Ok(Some(
+                rows.into_iter()
+                    .map(|(path, outcome)| {
+                        let outcome = match outcome.as_str() {
+                            "inserted" => DocOutcome::Inserted,
+                            "updated" => DocOutcome::Updated,
+                            _ => DocOutcome::Refused,
+                        };
+                        if outcome == DocOutcome::Refused {
+                            tracing::warn!(path = %path, "document refused by Postgres");
+                        }
+                        (path, outcome)
+                    })
+                    .collect(),
+            ))
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, documents = batch.len(), "batch refused; one savepoint per document instead");
+            sp.rollback().await?;
+            Ok(None)
+        }
+    }
 }
 
 const UPSERT_DOCUMENT: &str = "INSERT INTO documents (repo_id, path, blob_sha, size_bytes, title, frontmatter, headings, body)

@@ -446,6 +446,36 @@ async fn one_document_postgres_refuses_leaves_the_others_written() {
             .to_string()
             .contains("docs/b.md")
     );
+
+    // The same inside the batch call: a row that breaks a table constraint is refused in its
+    // own subtransaction while its neighbours are written.
+    let documents = vec![
+        doc("docs/a.md", "A2"),
+        doc("/docs/abs.md", "X"),
+        doc("docs/d.md", "D"),
+    ];
+    let keep = documents.iter().map(|d| d.path.clone()).collect();
+    let (counts, refused) = persist::write(
+        &w.db.pool,
+        Write {
+            repo: &info,
+            docs_folder: Some("docs".into()),
+            documents,
+            keep_paths: Some(keep),
+            readme: ReadmeWrite::Absent,
+            codeowners: CodeOwnersWrite::Absent,
+            markers: Markers::default(),
+            status: Status {
+                error: None,
+                warnings: Vec::new(),
+            },
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!((counts.added, counts.changed, counts.refused), (1, 1, 1));
+    assert_eq!(refused[0].path, "/docs/abs.md");
+    assert_eq!(w.doc_paths("acme/a").await, ["docs/a.md", "docs/d.md"]);
 }
 
 #[tokio::test]
