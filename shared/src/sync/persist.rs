@@ -26,7 +26,8 @@ pub struct Stored {
     pub codeowners: Option<(String, String)>,
 }
 
-/// Load the stored state of a repository by its GitHub id (empty when it has no row yet).
+/// Load the head-check markers of a repository by its GitHub id (empty when it has no row yet);
+/// [`load_contents`] adds the stored blob SHAs when a re-plan needs them.
 #[derive(sqlx::FromRow)]
 struct RepoMarkers {
     id: i64,
@@ -59,7 +60,25 @@ pub async fn load(pool: &PgPool, github_id: i64) -> Result<Stored, sqlx::Error> 
     else {
         return Ok(Stored::default());
     };
-    let documents = sqlx::query_as::<_, (String, String)>(
+    Ok(Stored {
+        id: Some(id),
+        tree_sha,
+        head_etag,
+        fingerprint,
+        head_commit_sha,
+        documents: HashMap::new(),
+        readme: None,
+        codeowners: co_path.zip(co_sha),
+    })
+}
+
+/// Fill in the stored documents' and README's blob SHAs, which only a re-plan needs (an unchanged
+/// repository never reads them).
+pub async fn load_contents(pool: &PgPool, stored: &mut Stored) -> Result<(), sqlx::Error> {
+    let Some(id) = stored.id else {
+        return Ok(());
+    };
+    stored.documents = sqlx::query_as::<_, (String, String)>(
         "SELECT path, blob_sha FROM documents WHERE repo_id = $1",
     )
     .bind(id)
@@ -67,22 +86,13 @@ pub async fn load(pool: &PgPool, github_id: i64) -> Result<Stored, sqlx::Error> 
     .await?
     .into_iter()
     .collect();
-    let readme = sqlx::query_as::<_, (String, String)>(
+    stored.readme = sqlx::query_as::<_, (String, String)>(
         "SELECT path, blob_sha FROM readmes WHERE repo_id = $1",
     )
     .bind(id)
     .fetch_optional(pool)
     .await?;
-    Ok(Stored {
-        id: Some(id),
-        tree_sha,
-        head_etag,
-        fingerprint,
-        head_commit_sha,
-        documents,
-        readme,
-        codeowners: co_path.zip(co_sha),
-    })
+    Ok(())
 }
 
 /// The head-check markers stored after a sync; all `None` clears them (the next sync re-plans).

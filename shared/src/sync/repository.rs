@@ -65,8 +65,8 @@ pub async fn sync_repository(
     };
     let fp = fingerprint(&settings);
     let load_started = std::time::Instant::now();
-    let stored = persist::load(pool, repo.github_id).await?;
-    let load_time = load_started.elapsed();
+    let mut stored = persist::load(pool, repo.github_id).await?;
+    let mut load_time = load_started.elapsed();
 
     // Head check: conditional on the stored ETag; a 304 costs one request and no rate limit.
     let Some(branch) = repo.default_branch.as_deref() else {
@@ -131,6 +131,9 @@ pub async fn sync_repository(
     if tree.truncated {
         return fail(pool, repo, RepoFailure::TreeTruncated).await;
     }
+    let contents_started = std::time::Instant::now();
+    persist::load_contents(pool, &mut stored).await?;
+    load_time += contents_started.elapsed();
 
     let plan = selection::plan(
         &tree.entries,
