@@ -21,7 +21,7 @@ repos=$(curl -sS -H "$auth" "$base/sync-api/api/repos")
 echo "$repos" | show
 id=$(echo "$repos" | python3 -c '
 import json, sys
-print(next(r["githubId"] for r in json.load(sys.stdin)["data"] if r["fullName"] == "acme/handbook"))')
+print(next(r["githubId"] for r in json.load(sys.stdin)["data"]["repositories"] if r["fullName"] == "acme/handbook"))')
 
 echo "== POST /github/webhook (push to acme/handbook's default branch, signed)"
 body=$(printf '{"ref":"refs/heads/main","repository":{"id":%s,"name":"handbook","full_name":"acme/handbook","owner":{"login":"acme"},"default_branch":"main"},"installation":{"id":%s}}' "$id" "$GITHUB_INSTALLATION_ID")
