@@ -7,7 +7,6 @@
 //! The run recorded here covers the listing, the removals and the fan-out; each `sync.repo`
 //! records its own one-repository run.
 
-use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::github::{GithubError, RepoInfo};
@@ -15,9 +14,10 @@ use crate::jobs::adapter::SubmitError;
 use crate::jobs::sqs::SqsAdapter;
 use crate::jobs::{Job, RepoRef};
 use crate::scheduler;
-use crate::sync::full::RunReport;
+use crate::sync::full::{RunReport, remove_unselected, take_listing};
 use crate::sync::lock::{HeldLock, scheduler_key};
-use crate::sync::removal::{self, RemovalError, selected};
+use crate::sync::removal::selected;
+use crate::sync::repository::SyncError;
 use crate::sync::runs::{Run, RunCounts, RunStatus, Trigger};
 use crate::sync::workspace::Workspace;
 
@@ -49,6 +49,15 @@ impl Stop {
             Stop::Github(e) => e.code(),
             Stop::Queue(_) => "queue_error",
             Stop::Database(_) => "database_error",
+        }
+    }
+}
+
+impl From<SyncError> for Stop {
+    fn from(e: SyncError) -> Self {
+        match e {
+            SyncError::RunStopped(g) => Stop::Github(g),
+            SyncError::Database(d) => Stop::Database(d),
         }
     }
 }
@@ -134,18 +143,7 @@ async fn list_and_send(
     queue: &SqsAdapter,
     counts: &mut RunCounts,
 ) -> Result<usize, Stop> {
-    let listed_at: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
-        .fetch_one(&ws.pool)
-        .await?;
-    let listing = match ws.client.list_installation_repos().await {
-        Ok(l) => l,
-        Err(e @ GithubError::InstallationUnavailable { .. }) => {
-            // Deleted or suspended: every repository is marked error, all content is kept.
-            removal::mark_installation_unavailable(&ws.pool).await?;
-            return Err(Stop::Github(e));
-        }
-        Err(e) => return Err(Stop::Github(e)),
-    };
+    let (listing, listed_at) = take_listing(ws).await?;
     let jobs: Vec<Job> = listing
         .iter()
         .filter(|r| selected(&ws.config, r))
@@ -153,14 +151,7 @@ async fn list_and_send(
         .collect();
     let sent = queue.send_many(&jobs).await.map_err(Stop::Queue)?;
 
-    counts.repos_removed +=
-        match removal::apply_after_listing(&ws.pool, &ws.client, &ws.config, &listing, listed_at)
-            .await
-        {
-            Ok(n) => n,
-            Err(RemovalError::RunStopped(e)) => return Err(Stop::Github(e)),
-            Err(RemovalError::Database(e)) => return Err(Stop::Database(e)),
-        };
+    counts.repos_removed += remove_unselected(ws, &listing, listed_at).await?;
     // Markers left by requests made while nothing ran are drained by a worker too.
     queue
         .send(

@@ -62,20 +62,38 @@ async fn finish(
     })
 }
 
-async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Result<(), SyncError> {
+/// The installation's listing and the database instant taken just before it. A deleted or
+/// suspended installation marks every repository error (content kept); any failed listing stops
+/// the run, removes nothing and leaves every marker.
+pub async fn take_listing(ws: &Workspace) -> Result<(Vec<RepoInfo>, DateTime<Utc>), SyncError> {
     let listed_at: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
         .fetch_one(&ws.pool)
         .await?;
-    let listing = match ws.client.list_installation_repos().await {
-        Ok(l) => l,
+    match ws.client.list_installation_repos().await {
+        Ok(listing) => Ok((listing, listed_at)),
         Err(e @ GithubError::InstallationUnavailable { .. }) => {
-            // Deleted or suspended: every repository is marked error, all content is kept.
             removal::mark_installation_unavailable(&ws.pool).await?;
-            return Err(SyncError::RunStopped(e));
+            Err(SyncError::RunStopped(e))
         }
-        // A failed listing removes nothing and leaves every marker.
-        Err(e) => return Err(SyncError::RunStopped(e)),
-    };
+        Err(e) => Err(SyncError::RunStopped(e)),
+    }
+}
+
+/// The removal rule after a complete listing (see `removal`).
+pub async fn remove_unselected(
+    ws: &Workspace,
+    listing: &[RepoInfo],
+    listed_at: DateTime<Utc>,
+) -> Result<u32, SyncError> {
+    match removal::apply_after_listing(&ws.pool, &ws.client, &ws.config, listing, listed_at).await {
+        Ok(n) => Ok(n),
+        Err(RemovalError::RunStopped(e)) => Err(SyncError::RunStopped(e)),
+        Err(RemovalError::Database(e)) => Err(SyncError::Database(e)),
+    }
+}
+
+async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Result<(), SyncError> {
+    let (listing, listed_at) = take_listing(ws).await?;
     let wanted: Vec<RepoInfo> = listing
         .iter()
         .filter(|r| selected(&ws.config, r))
@@ -113,14 +131,7 @@ async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Resu
         )));
     }
 
-    counts.repos_removed +=
-        match removal::apply_after_listing(&ws.pool, &ws.client, &ws.config, &listing, listed_at)
-            .await
-        {
-            Ok(n) => n,
-            Err(RemovalError::RunStopped(e)) => return Err(SyncError::RunStopped(e)),
-            Err(RemovalError::Database(e)) => return Err(SyncError::Database(e)),
-        };
+    counts.repos_removed += remove_unselected(ws, &listing, listed_at).await?;
     drain_into(ws, run, counts).await
 }
 
