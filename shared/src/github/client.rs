@@ -61,7 +61,10 @@ pub struct GithubClient {
 }
 
 struct Inner {
-    http: reqwest::Client,
+    /// Built on the first request: loading the TLS roots costs tens of milliseconds, which a
+    /// function that never calls GitHub (the webhook answers before any job runs) should not
+    /// pay at cold start.
+    http: std::sync::OnceLock<reqwest::Client>,
     base: Url,
     installation_id: u64,
     signer: AppSigner,
@@ -131,22 +134,6 @@ impl GithubClient {
         options: ClientOptions,
     ) -> Result<Self, GithubError> {
         let signer = AppSigner::new(config.app_id, config.private_key_pem.expose())?;
-        let mut defaults = HeaderMap::new();
-        defaults.insert(ACCEPT, HeaderValue::from_static(JSON));
-        defaults.insert(
-            "x-github-api-version",
-            HeaderValue::from_static(API_VERSION),
-        );
-        let http = reqwest::Client::builder()
-            .user_agent(concat!("syncplane/", env!("CARGO_PKG_VERSION")))
-            .default_headers(defaults)
-            .timeout(options.request_timeout)
-            .connect_timeout(options.connect_timeout)
-            .build()
-            .map_err(|e| {
-                warn!(error = %e, "cannot build the GitHub HTTP client");
-                GithubError::Transport
-            })?;
         let mut base = config.api_url.clone();
         base.set_query(None);
         base.set_fragment(None);
@@ -156,7 +143,7 @@ impl GithubClient {
         let (aborted, _) = watch::channel(false);
         Ok(Self {
             inner: Arc::new(Inner {
-                http,
+                http: std::sync::OnceLock::new(),
                 base,
                 installation_id: config.installation_id,
                 signer,
@@ -526,13 +513,37 @@ impl GithubClient {
         })
     }
 
+    /// The HTTP client, built on first use (two racing first callers may both build one; one wins).
+    fn http(&self) -> Result<&reqwest::Client, GithubError> {
+        if let Some(http) = self.inner.http.get() {
+            return Ok(http);
+        }
+        let mut defaults = HeaderMap::new();
+        defaults.insert(ACCEPT, HeaderValue::from_static(JSON));
+        defaults.insert(
+            "x-github-api-version",
+            HeaderValue::from_static(API_VERSION),
+        );
+        let options = &self.inner.options;
+        let built = reqwest::Client::builder()
+            .user_agent(concat!("syncplane/", env!("CARGO_PKG_VERSION")))
+            .default_headers(defaults)
+            .timeout(options.request_timeout)
+            .connect_timeout(options.connect_timeout)
+            .build()
+            .map_err(|e| {
+                warn!(error = %e, "cannot build the GitHub HTTP client");
+                GithubError::Transport
+            })?;
+        Ok(self.inner.http.get_or_init(|| built))
+    }
+
     /// One HTTP round trip: counts it, reads the body, records the rate-limit headers.
     async fn send_once(&self, call: &Call, authorization: &str) -> Result<Reply, GithubError> {
         let mut auth = HeaderValue::from_str(authorization).map_err(|_| GithubError::Decode)?;
         auth.set_sensitive(true);
         let mut request = self
-            .inner
-            .http
+            .http()?
             .request(call.method.clone(), call.url.clone())
             .header(AUTHORIZATION, auth)
             .header(ACCEPT, call.accept);
