@@ -2,6 +2,7 @@
 //! client per installation) and reused across invocations.
 
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use sqlx::PgPool;
 
@@ -14,7 +15,26 @@ use crate::sync::workspace::{RunOptions, Workspace};
 struct Entry {
     config: TenantConfig,
     pool: PgPool,
-    client: Option<GithubClient>,
+    /// Built on first use: the App key's first RSA signature costs tens of milliseconds, which a
+    /// function that only queues jobs (webhook, sync API on SQS) should never pay at cold start.
+    client: OnceLock<Option<GithubClient>>,
+}
+
+impl Entry {
+    fn client(&self) -> Option<&GithubClient> {
+        self.client
+            .get_or_init(|| {
+                let gh = self.config.github.as_ref()?;
+                match GithubClient::new(gh) {
+                    Ok(c) => Some(c),
+                    Err(e) => {
+                        tracing::error!(tenant = %self.config.id, error = %e, "GitHub App client unusable");
+                        None
+                    }
+                }
+            })
+            .as_ref()
+    }
 }
 
 /// Every configured tenant.
@@ -30,8 +50,9 @@ pub struct DatabaseOnly {
 }
 
 impl Tenants {
-    /// Build every tenant's pool (lazily: no connection until first use) and GitHub client.
-    /// A tenant whose App key is unusable is still listed; its sync jobs fail with the cause.
+    /// Build every tenant's pool (lazily: no connection until first use); GitHub clients are
+    /// built on first use. A tenant whose App key is unusable is still listed; its sync jobs fail
+    /// (the cause is logged).
     pub fn from_config(
         config: &Config,
         pool_size: u32,
@@ -40,22 +61,12 @@ impl Tenants {
         let mut entries = BTreeMap::new();
         for tenant in &config.tenants {
             let pool = db::lazy_pool(&tenant.database_url, pool_size)?;
-            let client = match &tenant.github {
-                Some(gh) => match GithubClient::new(gh) {
-                    Ok(c) => Some(c),
-                    Err(e) => {
-                        tracing::error!(tenant = %tenant.id, error = %e, "GitHub App client unusable");
-                        None
-                    }
-                },
-                None => None,
-            };
             entries.insert(
                 tenant.id.as_str().to_owned(),
                 Entry {
                     config: tenant.clone(),
                     pool,
-                    client,
+                    client: OnceLock::new(),
                 },
             );
         }
@@ -75,7 +86,7 @@ impl Tenants {
                     Entry {
                         config,
                         pool,
-                        client,
+                        client: OnceLock::from(client),
                     },
                 )
             })
@@ -113,8 +124,8 @@ impl Tenants {
             .get(tenant)
             .ok_or_else(|| JobError::UnknownTenant(tenant.to_owned()))?;
         let client = e
-            .client
-            .clone()
+            .client()
+            .cloned()
             .ok_or_else(|| JobError::GithubNotConfigured(tenant.to_owned()))?;
         Ok(Workspace {
             tenant: e.config.id.clone(),
