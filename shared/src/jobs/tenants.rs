@@ -8,7 +8,7 @@ use sqlx::PgPool;
 
 use crate::config::{Config, TenantConfig};
 use crate::db;
-use crate::github::GithubClient;
+use crate::github::{GithubClient, GithubError};
 use crate::jobs::JobError;
 use crate::sync::workspace::{RunOptions, Workspace};
 
@@ -17,23 +17,19 @@ struct Entry {
     pool: PgPool,
     /// Built on first use: the App key's first RSA signature costs tens of milliseconds, which a
     /// function that only queues jobs (webhook, sync API on SQS) should never pay at cold start.
-    client: OnceLock<Option<GithubClient>>,
+    /// `Err(None)`: no App configured; `Err(Some(e))`: the App's credentials are unusable.
+    client: OnceLock<Result<GithubClient, Option<GithubError>>>,
 }
 
 impl Entry {
-    fn client(&self) -> Option<&GithubClient> {
-        self.client
-            .get_or_init(|| {
-                let gh = self.config.github.as_ref()?;
-                match GithubClient::new(gh) {
-                    Ok(c) => Some(c),
-                    Err(e) => {
-                        tracing::error!(tenant = %self.config.id, error = %e, "GitHub App client unusable");
-                        None
-                    }
-                }
+    fn client(&self) -> &Result<GithubClient, Option<GithubError>> {
+        self.client.get_or_init(|| {
+            let gh = self.config.github.as_ref().ok_or(None)?;
+            GithubClient::new(gh).map_err(|e| {
+                tracing::error!(tenant = %self.config.id, error = %e, "GitHub App client unusable");
+                Some(e)
             })
-            .as_ref()
+        })
     }
 }
 
@@ -86,7 +82,7 @@ impl Tenants {
                     Entry {
                         config,
                         pool,
-                        client: OnceLock::from(client),
+                        client: OnceLock::from(client.ok_or(None)),
                     },
                 )
             })
@@ -123,10 +119,12 @@ impl Tenants {
             .entries
             .get(tenant)
             .ok_or_else(|| JobError::UnknownTenant(tenant.to_owned()))?;
-        let client = e
-            .client()
-            .cloned()
-            .ok_or_else(|| JobError::GithubNotConfigured(tenant.to_owned()))?;
+        let client = match e.client() {
+            Ok(client) => client.clone(),
+            Err(None) => return Err(JobError::GithubNotConfigured(tenant.to_owned())),
+            // An unusable key stops every sync of this tenant, like any run-stopping error.
+            Err(Some(err)) => return Err(err.clone().into()),
+        };
         Ok(Workspace {
             tenant: e.config.id.clone(),
             pool: e.pool.clone(),

@@ -257,3 +257,41 @@ async fn the_scheduled_full_sync_takes_the_tenants_scheduler_lock() {
         JobOutcome::Run { report: Some(_) }
     ));
 }
+
+#[tokio::test]
+async fn an_unusable_app_key_fails_the_tenants_jobs_as_run_stopping_not_the_start() {
+    let db = TestDb::new().await;
+    let url = db.url();
+    let config = shared::config::from_lookup(|k| match k {
+        "DATABASE_URL" => Some(url.expose().to_owned()),
+        "GITHUB_APP_ID" => Some("1".to_owned()),
+        "GITHUB_INSTALLATION_ID" => Some("2".to_owned()),
+        "GITHUB_API_URL" => Some("http://127.0.0.1:9".to_owned()),
+        "GITHUB_APP_PRIVATE_KEY" => Some(
+            "-----BEGIN RSA PRIVATE KEY-----\nbm90IGEga2V5\n-----END RSA PRIVATE KEY-----"
+                .to_owned(),
+        ),
+        _ => None,
+    })
+    .unwrap();
+    // Building the tenants (a function's start) does not touch the key...
+    let tenants = Tenants::from_config(&config, 2, RunOptions::default()).unwrap();
+    // ...its first sync job reports it, as a run-stopping error.
+    let err = run(
+        &tenants,
+        &Job::SyncDrain {
+            tenant: tenant("default"),
+        },
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            shared::jobs::JobError::Sync(shared::sync::SyncError::RunStopped(
+                shared::github::GithubError::InvalidPrivateKey
+            ))
+        ),
+        "{err:?}"
+    );
+}
