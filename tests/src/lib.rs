@@ -1,6 +1,7 @@
 //! Test support shared by every integration test (and by the local demo): per-test Postgres
 //! databases and a faithful fake GitHub.
 
+pub mod apigw;
 pub mod db;
 pub mod fake_github;
 

@@ -9,10 +9,8 @@
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use base64::Engine;
 use flate2::Compression;
 use flate2::write::GzEncoder;
-use lambda_http::request::LambdaRequest;
 use serde_json::{Value, json};
 use shared::ingest::decode::inflate_bounded;
 use shared::ingest::provision::{self, NewOrg};
@@ -63,20 +61,13 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
 }
 
 fn request(token: &str, body: &[u8]) -> lambda_http::Request {
-    let event = json!({
-        "version": "2.0", "routeKey": "$default", "rawPath": "/api/agent-sessions/sync",
-        "rawQueryString": "",
-        "headers": {"authorization": format!("Bearer {token}"), "content-encoding": "gzip"},
-        "requestContext": {"accountId": "1", "apiId": "a", "domainName": "d", "domainPrefix": "d",
-            "http": {"method": "POST", "path": "/api/agent-sessions/sync", "protocol": "HTTP/1.1",
-                     "sourceIp": "192.0.2.1", "userAgent": "bench"},
-            "requestId": "r", "routeKey": "$default", "stage": "$default",
-            "time": "01/Jan/2026:00:00:00 +0000", "timeEpoch": 0},
-        "body": base64::engine::general_purpose::STANDARD.encode(body),
-        "isBase64Encoded": true
-    });
-    let lambda: LambdaRequest = serde_json::from_value(event).unwrap();
-    lambda.into()
+    let auth = format!("Bearer {token}");
+    syncplane_tests::apigw::request(
+        "POST",
+        "/api/agent-sessions/sync",
+        &[("authorization", &auth), ("content-encoding", "gzip")],
+        Some(body),
+    )
 }
 
 fn vm_hwm_kib() -> u64 {

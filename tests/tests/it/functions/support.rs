@@ -4,10 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine;
-use lambda_http::request::LambdaRequest;
-use lambda_http::{Body, Request, Response};
-use serde_json::{Value, json};
+use lambda_http::{Body, Response};
+use serde_json::Value;
 use shared::app::AppState;
 use shared::config::{GithubAppConfig, Secret, SyncConfig, TenantConfig, TenantId};
 use shared::jobs::Tenants;
@@ -81,51 +79,7 @@ pub fn state(w: &World) -> AppState {
     )
 }
 
-/// A request as API Gateway v2 delivers it, the body base64-encoded (`isBase64Encoded: true`).
-pub fn apigw(
-    method: &str,
-    path_and_query: &str,
-    headers: &[(&str, &str)],
-    body: Option<&[u8]>,
-) -> Request {
-    let (path, query) = path_and_query
-        .split_once('?')
-        .unwrap_or((path_and_query, ""));
-    let mut h = serde_json::Map::new();
-    for (k, v) in headers {
-        h.insert(k.to_ascii_lowercase(), json!(v));
-    }
-    let mut event = json!({
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": query,
-        "headers": h,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "api",
-            "domainName": "api.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "api",
-            "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
-                     "sourceIp": "192.0.2.1", "userAgent": "test"},
-            "requestId": "req",
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": "01/Jan/2026:00:00:00 +0000",
-            "timeEpoch": 1767225600000u64
-        },
-        "isBase64Encoded": true
-    });
-    if let Some(body) = body {
-        event["body"] = json!(base64::engine::general_purpose::STANDARD.encode(body));
-    }
-    from_event(event)
-}
-
-pub fn from_event(event: Value) -> Request {
-    let lambda: LambdaRequest = serde_json::from_value(event).expect("API Gateway v2 event");
-    lambda.into()
-}
+pub use syncplane_tests::apigw::{from_event, request as apigw};
 
 pub struct Reply {
     pub status: u16,

@@ -3,11 +3,9 @@
 
 use std::io::Write;
 
-use base64::Engine;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use lambda_http::Request;
-use lambda_http::request::LambdaRequest;
 use serde_json::{Value, json};
 use shared::ingest::provision::{self, NewOrg};
 use shared::ingest::{IngestState, handle};
@@ -74,34 +72,7 @@ pub async fn env_with(org: NewOrg<'_>, rate_limit_per_minute: u32) -> Env {
 
 /// A request as API Gateway (HTTP API, payload v2) hands it to the function.
 pub fn apigw(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Request {
-    let mut h = serde_json::Map::new();
-    for (k, v) in headers {
-        h.insert(k.to_ascii_lowercase(), json!(v));
-    }
-    let event = json!({
-        "version": "2.0",
-        "routeKey": "$default",
-        "rawPath": path,
-        "rawQueryString": "",
-        "headers": h,
-        "requestContext": {
-            "accountId": "123456789012",
-            "apiId": "api",
-            "domainName": "api.execute-api.us-east-1.amazonaws.com",
-            "domainPrefix": "api",
-            "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
-                     "sourceIp": "192.0.2.1", "userAgent": "desktop/2"},
-            "requestId": "req",
-            "routeKey": "$default",
-            "stage": "$default",
-            "time": "01/Jan/2026:00:00:00 +0000",
-            "timeEpoch": 1767225600000u64
-        },
-        "body": base64::engine::general_purpose::STANDARD.encode(body),
-        "isBase64Encoded": true
-    });
-    let lambda: LambdaRequest = serde_json::from_value(event).expect("API Gateway v2 event");
-    lambda.into()
+    syncplane_tests::apigw::request(method, path, headers, Some(body))
 }
 
 pub async fn send(env: &Env, req: Request) -> Reply {

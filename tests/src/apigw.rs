@@ -1,0 +1,55 @@
+//! Requests as API Gateway (HTTP API, payload v2) hands them to a function: a real event JSON
+//! with a base64 body, deserialized through lambda_http's own request type.
+
+use base64::Engine;
+use lambda_http::Request;
+use lambda_http::request::LambdaRequest;
+use serde_json::{Value, json};
+
+/// An API Gateway v2 request for `method` and `path_and_query`, with `headers` (names lowercased,
+/// as API Gateway delivers them) and an optional body sent base64-encoded.
+pub fn request(
+    method: &str,
+    path_and_query: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> Request {
+    let (path, query) = path_and_query
+        .split_once('?')
+        .unwrap_or((path_and_query, ""));
+    let mut h = serde_json::Map::new();
+    for (k, v) in headers {
+        h.insert(k.to_ascii_lowercase(), json!(v));
+    }
+    let mut event = json!({
+        "version": "2.0",
+        "routeKey": "$default",
+        "rawPath": path,
+        "rawQueryString": query,
+        "headers": h,
+        "requestContext": {
+            "accountId": "123456789012",
+            "apiId": "api",
+            "domainName": "api.execute-api.us-east-1.amazonaws.com",
+            "domainPrefix": "api",
+            "http": {"method": method, "path": path, "protocol": "HTTP/1.1",
+                     "sourceIp": "192.0.2.1", "userAgent": "test"},
+            "requestId": "req",
+            "routeKey": "$default",
+            "stage": "$default",
+            "time": "01/Jan/2026:00:00:00 +0000",
+            "timeEpoch": 1767225600000u64
+        },
+        "isBase64Encoded": true
+    });
+    if let Some(body) = body {
+        event["body"] = json!(base64::engine::general_purpose::STANDARD.encode(body));
+    }
+    from_event(event)
+}
+
+/// A request from a whole API Gateway v2 event (e.g. a file of `events/`).
+pub fn from_event(event: Value) -> Request {
+    let lambda: LambdaRequest = serde_json::from_value(event).expect("an API Gateway v2 event");
+    lambda.into()
+}
