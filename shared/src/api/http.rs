@@ -1,4 +1,4 @@
-//! Small HTTP helpers shared by the webhook and sync API handlers.
+//! Small HTTP helpers shared by the HTTP handlers (webhook, sync API, ingest).
 
 use http::StatusCode;
 use lambda_http::request::RequestContext;

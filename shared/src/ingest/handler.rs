@@ -3,8 +3,7 @@
 use std::time::Duration;
 
 use http::{Method, StatusCode};
-use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
+use lambda_http::{Body, Request, Response};
 use serde_json::json;
 use sqlx::PgPool;
 
@@ -14,6 +13,7 @@ use super::{
     MAX_DECODED_BYTES, MAX_SESSIONS_PER_BATCH, MAX_WIRE_BYTES, SCHEMA_VERSION, batch, decode,
     rate_limit, strict_json, upsert,
 };
+use crate::api::http::{respond, route_path};
 use crate::envelope;
 
 pub const HELLO_PATH: &str = "/api/agent-sessions/hello";
@@ -67,36 +67,6 @@ pub fn error_response(e: &IngestError) -> Response<Body> {
         _ => &[],
     };
     respond(e.status(), &body, headers)
-}
-
-fn respond(
-    status: StatusCode,
-    body: &serde_json::Value,
-    headers: &[(&str, &str)],
-) -> Response<Body> {
-    let mut builder = Response::builder()
-        .status(status)
-        .header("content-type", "application/json");
-    for (name, value) in headers {
-        builder = builder.header(*name, *value);
-    }
-    builder
-        .body(Body::Text(body.to_string()))
-        .unwrap_or_else(|_| Response::new(Body::Empty))
-}
-
-/// The route path: API Gateway puts a named stage in front of it (`/prod/api/...`).
-fn route_path(req: &Request) -> &str {
-    let path = req.uri().path();
-    if let Some(RequestContext::ApiGatewayV2(ctx)) = req.request_context_ref()
-        && let Some(stage) = ctx.stage.as_deref()
-        && stage != "$default"
-        && let Some(rest) = path.strip_prefix('/').and_then(|p| p.strip_prefix(stage))
-        && rest.starts_with('/')
-    {
-        return rest;
-    }
-    path
 }
 
 async fn route(state: &IngestState, req: &Request) -> Result<serde_json::Value, IngestError> {
