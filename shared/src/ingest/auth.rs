@@ -102,6 +102,10 @@ pub async fn owns_target(
     device: &Device,
     target: &str,
 ) -> Result<bool, IngestError> {
+    if target.contains('\0') {
+        // No stored id holds U+0000 (Postgres text cannot), so no target is named.
+        return Ok(false);
+    }
     sqlx::query_scalar(
         "SELECT EXISTS (SELECT 1 FROM compute_targets WHERE id = $1 AND user_id = $2 AND org_id = $3)",
     )

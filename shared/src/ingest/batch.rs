@@ -5,6 +5,7 @@
 //! typed batch, so nothing downstream can store them.
 
 use std::collections::HashSet;
+use std::fmt;
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
@@ -90,7 +91,8 @@ pub struct Usage {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
     pub seq: u64,
-    pub ts: Timestamp,
+    /// The instant only: an event's time is stored as a column, never as the client's text.
+    pub ts: DateTime<Utc>,
     pub kind: String,
     pub tool_name: Option<String>,
     pub duration_ms: Option<u64>,
@@ -168,7 +170,7 @@ pub fn parse(doc: &Value) -> Result<Batch, IngestError> {
     let mut chunks_seen = HashSet::new();
     let mut seqs_seen: HashSet<(&str, u64)> = HashSet::new();
     for (i, raw) in raw_sessions.iter().enumerate() {
-        let session = parse_session(raw, &format!("sessions[{i}]"))?;
+        let session = parse_session(raw, i)?;
         sessions.push(session);
     }
     for (i, s) in sessions.iter().enumerate() {
@@ -193,8 +195,14 @@ pub fn parse(doc: &Value) -> Result<Batch, IngestError> {
     })
 }
 
-fn parse_session(raw: &Value, path: &str) -> Result<Session, IngestError> {
-    let o = Obj::at(raw, path)?;
+fn parse_session(raw: &Value, index: usize) -> Result<Session, IngestError> {
+    let o = Obj::at(
+        raw,
+        Path::Item {
+            array: "sessions",
+            index,
+        },
+    )?;
     let chunk = match o.opt_obj("chunk")? {
         None => Chunk { index: 0, total: 1 },
         Some(c) => {
@@ -231,7 +239,7 @@ fn parse_session(raw: &Value, path: &str) -> Result<Session, IngestError> {
     let events = o.opt_each("events", |e| {
         Ok(Event {
             seq: e.req_int("seq")?,
-            ts: e.req_time("ts")?,
+            ts: e.req_instant("ts")?,
             kind: e.req_str("kind", 1, 64)?,
             tool_name: e.opt_str("toolName")?,
             duration_ms: e.opt_int("durationMs")?,
@@ -263,9 +271,13 @@ fn parse_session(raw: &Value, path: &str) -> Result<Session, IngestError> {
             let signals = match f.map.get("signals") {
                 Some(Value::Array(items)) => items
                     .iter()
-                    .map(|s| s.as_str().map(str::to_owned))
+                    .map(|s| {
+                        s.as_str()
+                            .filter(|s| storable(s).is_ok())
+                            .map(str::to_owned)
+                    })
                     .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| f.err("signals", "must be an array of strings"))?,
+                    .ok_or_else(|| f.err("signals", "must be an array of strings without NUL"))?,
                 _ => return Err(f.err("signals", "required array of strings")),
             };
             Some(Frustration { score, signals })
@@ -291,36 +303,51 @@ fn parse_session(raw: &Value, path: &str) -> Result<Session, IngestError> {
     })
 }
 
-/// A JSON object and its path, for typed reads with errors that name the field.
-struct Obj<'a> {
-    map: &'a Map<String, Value>,
-    path: String,
+/// Where an object is, for error messages. An array item's path is only spelled out when an
+/// error needs it: a batch has tens of thousands of events and almost never an error.
+enum Path<'p> {
+    Text(String),
+    Item { array: &'p str, index: usize },
 }
 
-impl<'a> Obj<'a> {
+impl fmt::Display for Path<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Path::Text(p) => f.write_str(p),
+            Path::Item { array, index } => write!(f, "{array}[{index}]"),
+        }
+    }
+}
+
+/// A JSON object and its path, for typed reads with errors that name the field.
+struct Obj<'a, 'p> {
+    map: &'a Map<String, Value>,
+    path: Path<'p>,
+}
+
+impl<'a, 'p> Obj<'a, 'p> {
     fn root(v: &'a Value) -> Result<Self, IngestError> {
         v.as_object()
             .map(|map| Self {
                 map,
-                path: String::new(),
+                path: Path::Text(String::new()),
             })
             .ok_or_else(|| IngestError::bad_request("the body must be a JSON object"))
     }
 
-    fn at(v: &'a Value, path: &str) -> Result<Self, IngestError> {
-        v.as_object()
-            .map(|map| Self {
-                map,
-                path: path.to_owned(),
-            })
-            .ok_or_else(|| IngestError::bad_request(format!("{path}: must be an object")))
+    fn at(v: &'a Value, path: Path<'p>) -> Result<Self, IngestError> {
+        match v.as_object() {
+            Some(map) => Ok(Self { map, path }),
+            None => Err(IngestError::bad_request(format!(
+                "{path}: must be an object"
+            ))),
+        }
     }
 
     fn field(&self, key: &str) -> String {
-        if self.path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{}.{key}", self.path)
+        match &self.path {
+            Path::Text(p) if p.is_empty() => key.to_owned(),
+            path => format!("{path}.{key}"),
         }
     }
 
@@ -339,13 +366,17 @@ impl<'a> Obj<'a> {
             .and_then(Value::as_str)
             .ok_or_else(|| self.err(key, "required string"))?;
         check_len(s, min, max).map_err(|rule| self.err(key, &rule))?;
+        storable(s).map_err(|rule| self.err(key, rule))?;
         Ok(s.to_owned())
     }
 
     fn opt_str(&self, key: &str) -> Result<Option<String>, IngestError> {
         match self.get(key) {
             None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::String(s)) => {
+                storable(s).map_err(|rule| self.err(key, rule))?;
+                Ok(Some(s.clone()))
+            }
             Some(_) => Err(self.err(key, "must be a string")),
         }
     }
@@ -393,6 +424,16 @@ impl<'a> Obj<'a> {
             .ok_or_else(|| self.err(key, "required RFC 3339 time"))
     }
 
+    /// A required RFC 3339 time where only the instant is kept (no copy of the text).
+    fn req_instant(&self, key: &str) -> Result<DateTime<Utc>, IngestError> {
+        match self.get(key) {
+            Some(Value::String(s)) => DateTime::parse_from_rfc3339(s)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|_| self.err(key, "must be an RFC 3339 time")),
+            _ => Err(self.err(key, "required RFC 3339 time")),
+        }
+    }
+
     fn opt_time(&self, key: &str) -> Result<Option<Timestamp>, IngestError> {
         match self.get(key) {
             None => Ok(None),
@@ -408,10 +449,10 @@ impl<'a> Obj<'a> {
         }
     }
 
-    fn opt_obj(&self, key: &str) -> Result<Option<Obj<'a>>, IngestError> {
+    fn opt_obj(&self, key: &str) -> Result<Option<Obj<'a, 'static>>, IngestError> {
         match self.get(key) {
             None => Ok(None),
-            Some(v) => Obj::at(v, &self.field(key)).map(Some),
+            Some(v) => Obj::at(v, Path::Text(self.field(key))).map(Some),
         }
     }
 
@@ -419,7 +460,7 @@ impl<'a> Obj<'a> {
     fn opt_each<T>(
         &self,
         key: &str,
-        item: impl Fn(&Obj<'a>) -> Result<T, IngestError>,
+        item: impl for<'q> Fn(&Obj<'a, 'q>) -> Result<T, IngestError>,
     ) -> Result<Option<Vec<T>>, IngestError> {
         let Some(v) = self.get(key) else {
             return Ok(None);
@@ -431,7 +472,15 @@ impl<'a> Obj<'a> {
         items
             .iter()
             .enumerate()
-            .map(|(i, v)| item(&Obj::at(v, &format!("{base}[{i}]"))?))
+            .map(|(index, v)| {
+                item(&Obj::at(
+                    v,
+                    Path::Item {
+                        array: &base,
+                        index,
+                    },
+                )?)
+            })
             .collect::<Result<Vec<_>, _>>()
             .map(Some)
     }
@@ -441,6 +490,16 @@ fn check_len(s: &str, min: usize, max: usize) -> Result<(), String> {
     let n = s.chars().count();
     if n < min || n > max {
         Err(format!("must be {min} to {max} characters"))
+    } else {
+        Ok(())
+    }
+}
+
+/// Postgres text and jsonb cannot hold U+0000: such a string is bad input (400), not a database
+/// failure (500).
+fn storable(s: &str) -> Result<(), &'static str> {
+    if s.contains('\0') {
+        Err("must not contain the NUL character (U+0000)")
     } else {
         Ok(())
     }
@@ -491,6 +550,20 @@ mod tests {
             Some(MAX_SAFE_INTEGER)
         );
         assert_eq!(whole_number(&json!(9007199254740992u64)), None);
+    }
+
+    #[test]
+    fn a_nul_character_in_any_string_is_refused() {
+        let mut s = session();
+        s["title"] = json!("a\u{0}b");
+        let err = parse(&envelope(json!([s]))).unwrap_err();
+        assert!(err.to_string().contains("sessions[0].title"), "{err}");
+        let mut s = session();
+        s["events"] = json!([{"seq": 1, "ts": "2026-01-01T00:00:00Z", "kind": "a\u{0}"}]);
+        assert!(parse(&envelope(json!([s]))).is_err());
+        let mut s = session();
+        s["frustration"] = json!({"score": 0.5, "signals": ["\u{0}"]});
+        assert!(parse(&envelope(json!([s]))).is_err());
     }
 
     #[test]

@@ -10,6 +10,7 @@ pub mod auth;
 pub mod batch;
 pub mod decode;
 pub mod error;
+pub mod event_rows;
 pub mod handler;
 pub mod provision;
 pub mod rate_limit;

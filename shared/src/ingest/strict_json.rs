@@ -69,11 +69,19 @@ impl<'de> Visitor<'de> for StrictVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if object.contains_key(&key) {
-                return Err(de::Error::custom(format_args!("duplicate key {key:?}")));
-            }
             let value = map.next_value_seed(StrictValue)?;
-            object.insert(key, value);
+            // One lookup: the entry tells a repeated key.
+            match object.entry(key) {
+                serde_json::map::Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                serde_json::map::Entry::Occupied(slot) => {
+                    return Err(de::Error::custom(format_args!(
+                        "duplicate key {:?}",
+                        slot.key()
+                    )));
+                }
+            }
         }
         Ok(Value::Object(object))
     }

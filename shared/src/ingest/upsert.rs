@@ -6,12 +6,13 @@
 //! 2. Read the stored rows, then decide in memory, chunk by chunk in index order, exactly as the
 //!    contract's "Chunks", "Omission" and "No regression" rules say. A chunk out of sequence
 //!    fails the whole batch (409) before anything is written.
-//! 3. Write: sessions, then the events a new revision replaces, then events by seq, then event
-//!    counts. Every upsert is guarded by `IS DISTINCT FROM`, so a repeated batch rewrites nothing.
+//! 3. Write: sessions (guarded by `IS DISTINCT FROM`, so a repeated batch rewrites nothing),
+//!    then their event rows ([`event_rows`]: a new session's by COPY, a stored one's compared by
+//!    seq), then the event counts that changed.
 //!
 //! Any database failure rolls everything back (500 `ingestion_failed`): nothing partial remains.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
@@ -19,6 +20,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use super::batch::{Event, Session};
 use super::error::{IngestError, db_failure};
+use super::event_rows::{self, SessionEvents};
 use super::sanitize::{merge, sanitize};
 
 /// Advisory-lock class of ingest session keys (the two-key lock space is apart from the
@@ -41,6 +43,8 @@ struct Plan<'a> {
     state: Stored,
     /// Some chunk was applied (not all skipped as older than the stored one).
     applied: bool,
+    /// No row was stored before this batch: no stored events to compare or delete.
+    is_new: bool,
     /// A chunk 0 of a differing revision carried events: stored events outside `events` go.
     replace_events: bool,
     events: BTreeMap<u64, &'a Event>,
@@ -89,11 +93,42 @@ pub async fn upsert(
     }
 
     write_sessions(&mut tx, org_id, target, &mut plans).await?;
-    replace_events(&mut tx, &plans).await?;
-    upsert_events(&mut tx, &plans).await?;
-    count_events(&mut tx, &plans).await?;
+    write_events(&mut tx, &plans).await?;
     tx.commit().await.map_err(db_failure("commit"))?;
     Ok(())
+}
+
+/// The event rows of every applied session, after the session rows (which give the keys).
+async fn write_events<'a>(
+    tx: &mut Transaction<'_, Postgres>,
+    plans: &[Plan<'a>],
+) -> Result<(), IngestError> {
+    fn rows<'a>(p: &Plan<'a>) -> Option<SessionEvents<'a>> {
+        p.state.id.map(|session_pk| SessionEvents {
+            session_pk,
+            events: p.events.values().copied().collect(),
+        })
+    }
+    // A new session's count was written with its row; a stored one's is recounted only when
+    // rows were added or deleted.
+    let new: Vec<_> = plans.iter().filter(|p| p.is_new).filter_map(rows).collect();
+    event_rows::append(tx, &new).await?;
+    let replaced: Vec<_> = plans
+        .iter()
+        .filter(|p| !p.is_new && p.replace_events)
+        .filter_map(rows)
+        .collect();
+    let mut changed: BTreeSet<i64> = event_rows::delete_replaced(tx, &replaced)
+        .await?
+        .into_iter()
+        .collect();
+    let stored: Vec<_> = plans
+        .iter()
+        .filter(|p| !p.is_new && !p.events.is_empty())
+        .filter_map(rows)
+        .collect();
+    changed.extend(event_rows::upsert_stored(tx, &stored).await?);
+    event_rows::recount(tx, changed).await
 }
 
 /// The contract's chunk rules, applied to one session's chunks of this batch in index order.
@@ -152,6 +187,7 @@ fn plan_session<'a>(
     }
     Ok(Plan {
         session_id,
+        is_new: state.id.is_none(),
         state,
         applied,
         replace_events,
@@ -275,6 +311,7 @@ async fn write_sessions(
         (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut frustration = Vec::with_capacity(n);
     let mut payload = Vec::with_capacity(n);
+    let mut event_count = Vec::with_capacity(n);
     for p in plans.iter() {
         let b = &p.state.payload;
         sid.push(p.session_id);
@@ -297,22 +334,26 @@ async fn write_sessions(
         cost.push(lookup(b, &["usage", "costUsd"]).and_then(Value::as_f64));
         frustration.push(p.state.frustration.as_ref().map(Value::to_string));
         payload.push(Value::Object(b.clone()).to_string());
+        // Only a new row takes this (a stored row's count is not in the update below): it has
+        // exactly the events of this batch. Bounded by the decoded cap, far below i32::MAX.
+        event_count.push(if p.is_new { p.events.len() as i32 } else { 0 });
     }
     let returned: Vec<(i64, String)> = sqlx::query_as(
         "INSERT INTO agent_sessions AS s (org_id, compute_target_id, session_id, updated_at,
                 committed_revision, pending_revision, agent, model, title, status, started_at,
                 ended_at, repository_remote_url, repository_branch, repository_commit_sha,
                 input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
-                frustration, payload)
+                frustration, payload, event_count)
          SELECT $1, $2, u.sid, u.upd, u.com, u.pen, u.agent, u.model, u.title, u.status, u.st,
                 u.en, u.remote, u.branch, u.sha, u.i, u.o, u.cr, u.cw, u.cost,
-                u.fr::jsonb, u.payload::jsonb
+                u.fr::jsonb, u.payload::jsonb, u.n
            FROM unnest($3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[],
                        $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[],
                        $13::text[], $14::text[], $15::text[], $16::int8[], $17::int8[],
-                       $18::int8[], $19::int8[], $20::float8[], $21::text[], $22::text[])
+                       $18::int8[], $19::int8[], $20::float8[], $21::text[], $22::text[],
+                       $23::int4[])
                 AS u(sid, upd, com, pen, agent, model, title, status, st, en, remote, branch,
-                     sha, i, o, cr, cw, cost, fr, payload)
+                     sha, i, o, cr, cw, cost, fr, payload, n)
          ON CONFLICT (compute_target_id, session_id) DO UPDATE SET
                 updated_at = EXCLUDED.updated_at,
                 committed_revision = EXCLUDED.committed_revision,
@@ -364,6 +405,7 @@ async fn write_sessions(
     .bind(&cost)
     .bind(&frustration)
     .bind(&payload)
+    .bind(&event_count)
     .fetch_all(&mut **tx)
     .await
     .map_err(db_failure("upsert sessions"))?;
@@ -381,128 +423,5 @@ async fn write_sessions(
             return Err(IngestError::IngestionFailed);
         }
     }
-    Ok(())
-}
-
-/// Chunk 0 of a new revision: stored events it does not carry are deleted. Events it does carry
-/// are left to the guarded upsert, so a re-sent chunk 0 rewrites nothing that matches.
-async fn replace_events(
-    tx: &mut Transaction<'_, Postgres>,
-    plans: &[Plan<'_>],
-) -> Result<(), IngestError> {
-    let replaced: Vec<i64> = plans
-        .iter()
-        .filter(|p| p.replace_events)
-        .filter_map(|p| p.state.id)
-        .collect();
-    if replaced.is_empty() {
-        return Ok(());
-    }
-    let (mut keep_pk, mut keep_seq) = (Vec::new(), Vec::new());
-    for p in plans.iter().filter(|p| p.replace_events) {
-        for seq in p.events.keys() {
-            keep_pk.push(p.state.id);
-            keep_seq.push(*seq as i64);
-        }
-    }
-    sqlx::query(
-        "DELETE FROM agent_session_events e
-          WHERE e.session_pk = ANY($1)
-            AND NOT EXISTS (SELECT 1 FROM unnest($2::int8[], $3::int8[]) AS k(pk, seq)
-                             WHERE k.pk = e.session_pk AND k.seq = e.seq)",
-    )
-    .bind(&replaced)
-    .bind(&keep_pk)
-    .bind(&keep_seq)
-    .execute(&mut **tx)
-    .await
-    .map_err(db_failure("replace events"))?;
-    Ok(())
-}
-
-async fn upsert_events(
-    tx: &mut Transaction<'_, Postgres>,
-    plans: &[Plan<'_>],
-) -> Result<(), IngestError> {
-    let total: usize = plans.iter().map(|p| p.events.len()).sum();
-    if total == 0 {
-        return Ok(());
-    }
-    let mut pk = Vec::with_capacity(total);
-    let mut seq = Vec::with_capacity(total);
-    let mut ts = Vec::with_capacity(total);
-    let mut kind = Vec::with_capacity(total);
-    let mut tool = Vec::with_capacity(total);
-    let mut duration = Vec::with_capacity(total);
-    let mut input = Vec::with_capacity(total);
-    let mut output = Vec::with_capacity(total);
-    let mut is_error = Vec::with_capacity(total);
-    for p in plans {
-        for e in p.events.values() {
-            pk.push(p.state.id);
-            // Bounded by 2^53 - 1 at parse: the casts are lossless.
-            seq.push(e.seq as i64);
-            ts.push(e.ts.at);
-            kind.push(e.kind.as_str());
-            tool.push(e.tool_name.as_deref());
-            duration.push(e.duration_ms.map(|v| v as i64));
-            input.push(e.input_tokens.map(|v| v as i64));
-            output.push(e.output_tokens.map(|v| v as i64));
-            is_error.push(e.is_error);
-        }
-    }
-    sqlx::query(
-        "INSERT INTO agent_session_events AS e (session_pk, seq, ts, kind, tool_name, duration_ms,
-                input_tokens, output_tokens, is_error)
-         SELECT * FROM unnest($1::int8[], $2::int8[], $3::timestamptz[], $4::text[], $5::text[],
-                              $6::int8[], $7::int8[], $8::int8[], $9::bool[])
-         ON CONFLICT (session_pk, seq) DO UPDATE SET
-                ts = EXCLUDED.ts, kind = EXCLUDED.kind, tool_name = EXCLUDED.tool_name,
-                duration_ms = EXCLUDED.duration_ms, input_tokens = EXCLUDED.input_tokens,
-                output_tokens = EXCLUDED.output_tokens, is_error = EXCLUDED.is_error
-          WHERE (e.ts, e.kind, e.tool_name, e.duration_ms, e.input_tokens, e.output_tokens,
-                 e.is_error)
-                IS DISTINCT FROM
-                (EXCLUDED.ts, EXCLUDED.kind, EXCLUDED.tool_name, EXCLUDED.duration_ms,
-                 EXCLUDED.input_tokens, EXCLUDED.output_tokens, EXCLUDED.is_error)",
-    )
-    .bind(&pk)
-    .bind(&seq)
-    .bind(&ts)
-    .bind(&kind)
-    .bind(&tool)
-    .bind(&duration)
-    .bind(&input)
-    .bind(&output)
-    .bind(&is_error)
-    .execute(&mut **tx)
-    .await
-    .map_err(db_failure("upsert events"))?;
-    Ok(())
-}
-
-/// The promoted `event_count`, recounted for sessions whose events may have changed.
-async fn count_events(
-    tx: &mut Transaction<'_, Postgres>,
-    plans: &[Plan<'_>],
-) -> Result<(), IngestError> {
-    let ids: Vec<i64> = plans
-        .iter()
-        .filter(|p| p.replace_events || !p.events.is_empty())
-        .filter_map(|p| p.state.id)
-        .collect();
-    if ids.is_empty() {
-        return Ok(());
-    }
-    sqlx::query(
-        "UPDATE agent_sessions s SET event_count = c.n
-           FROM (SELECT p, (SELECT count(*) FROM agent_session_events e WHERE e.session_pk = p)::int AS n
-                   FROM unnest($1::int8[]) AS p) AS c
-          WHERE s.id = c.p AND s.event_count IS DISTINCT FROM c.n",
-    )
-    .bind(&ids)
-    .execute(&mut **tx)
-    .await
-    .map_err(db_failure("count events"))?;
     Ok(())
 }

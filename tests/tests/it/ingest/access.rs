@@ -187,6 +187,10 @@ async fn another_users_target_is_403_target_not_owned_and_not_counted() {
     doc["computeTargetId"] = json!("nobody-has-this");
     let r = env.post(&doc).await;
     assert_eq!((r.status, r.code()), (403, Some("target_not_owned")));
+    // A NUL character can be in no stored id: not owned, not a database failure.
+    doc["computeTargetId"] = json!("bobs\u{0}box");
+    let r = env.post(&doc).await;
+    assert_eq!((r.status, r.code()), (403, Some("target_not_owned")));
     assert_eq!(
         env.counted("bobs-box").await,
         0,

@@ -194,3 +194,22 @@ async fn unknown_fields_anywhere_are_ignored() {
     let r = env.post(&doc).await;
     assert_eq!(r.status, 200, "{}", r.body);
 }
+
+#[tokio::test]
+async fn a_string_postgres_cannot_store_is_400_not_a_database_failure() {
+    let env = env().await;
+    // U+0000 fits JSON but no Postgres text or jsonb value.
+    assert_refused_400(&env, &with_session(|s| s["title"] = json!("a\u{0}b"))).await;
+    assert_refused_400(
+        &env,
+        &with_session(|s| {
+            s["events"] = json!([{"seq": 1, "ts": T, "kind": "k", "toolName": "\u{0}"}])
+        }),
+    )
+    .await;
+    assert_refused_400(
+        &env,
+        &with_session(|s| s["artifactRefs"] = json!([{"kind": "pr", "ref": "\u{0}"}])),
+    )
+    .await;
+}

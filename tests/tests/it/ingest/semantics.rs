@@ -1,7 +1,7 @@
 //! Contract "Semantics" and sanitizing at ingest.
 
 use serde_json::{Value, json};
-use shared::ingest::provision::NewOrg;
+use shared::ingest::provision::{self, NewOrg};
 
 use super::support::*;
 
@@ -302,4 +302,132 @@ async fn the_schema_keeps_bad_ingest_states_out() {
         (0, 0),
         "deleting an org cascades to its sessions and events"
     );
+}
+
+/// Events carry no per-row foreign key (migration 0004): the cascade is a statement trigger.
+#[tokio::test]
+async fn deleting_a_session_or_its_target_deletes_its_events() {
+    let env = env().await;
+    let pool = &env.db.pool;
+    let with_events = |id: &str, seqs: std::ops::Range<u64>| {
+        let mut s = session(id, "r1", T1);
+        s["events"] = events(seqs);
+        s
+    };
+    let doc = batch(vec![with_events("s1", 0..3), with_events("s2", 0..4)]);
+    assert_eq!(env.post(&doc).await.status, 200);
+    assert_eq!(env.written().await, (2, 7));
+    sqlx::query("DELETE FROM agent_sessions WHERE session_id = 's1'")
+        .execute(pool)
+        .await
+        .unwrap();
+    assert_eq!(env.written().await, (1, 4), "only s1's events went");
+    assert_eq!(env.event_seqs("s2").await, vec![0, 1, 2, 3]);
+    sqlx::query("DELETE FROM compute_targets")
+        .execute(pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        env.written().await,
+        (0, 0),
+        "a target takes its sessions' events"
+    );
+    // A session recreated later starts with no stale events.
+    provision::create_compute_target(pool, env.user, TARGET)
+        .await
+        .unwrap();
+    assert_eq!(
+        env.post(&batch(vec![session("s2", "r1", T1)])).await.status,
+        200
+    );
+    assert_eq!(env.written().await, (1, 0));
+    assert_eq!(env.session_row("s2").await["event_count"], 0);
+    sqlx::query("TRUNCATE agent_sessions")
+        .execute(pool)
+        .await
+        .unwrap();
+    assert_eq!(env.written().await, (0, 0));
+}
+
+/// A new session's events go in by binary COPY, a stored one's are compared with bound values:
+/// both must store the same thing, or a resend would rewrite rows it should leave alone.
+#[tokio::test]
+async fn events_are_stored_exactly_as_sent_and_a_resend_compares_equal() {
+    let env = env().await;
+    let mut s = session("s1", "r1", T1);
+    s["events"] = json!([
+        {"seq": 0, "ts": "2026-01-01T10:00:00.123456789+02:00", "kind": "tool_call",
+         "toolName": "édit\t\n\\x", "durationMs": 9007199254740991u64, "inputTokens": 0,
+         "outputTokens": 7, "isError": true},
+        {"seq": 9007199254740991u64, "ts": "0001-01-01T00:00:00Z", "kind": "k"},
+    ]);
+    let doc = batch(vec![s.clone()]);
+    assert_eq!(env.post(&doc).await.status, 200);
+    let rows: Vec<Value> = sqlx::query_scalar(
+        "SELECT to_jsonb(e) - 'session_pk' FROM agent_session_events e ORDER BY seq",
+    )
+    .fetch_all(&env.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        rows,
+        vec![
+            json!({"seq": 0, "ts": "2026-01-01T08:00:00.123456+00:00", "kind": "tool_call",
+                   "tool_name": "édit\t\n\\x", "duration_ms": 9007199254740991u64,
+                   "input_tokens": 0, "output_tokens": 7, "is_error": true}),
+            json!({"seq": 9007199254740991u64, "ts": "0001-01-01T00:00:00+00:00", "kind": "k",
+                   "tool_name": null, "duration_ms": null, "input_tokens": null,
+                   "output_tokens": null, "is_error": null}),
+        ]
+    );
+    let first = xmins(&env).await;
+    assert_eq!(env.post(&doc).await.status, 200);
+    assert_eq!(xmins(&env).await, first, "a resend rewrites no event row");
+}
+
+/// A replay (chunk 0 of the committed revision) upserts by seq: it rewrites the rows whose
+/// metadata changed, adds new seqs, and leaves the rest alone.
+#[tokio::test]
+async fn a_replay_rewrites_only_changed_events_and_adds_new_ones() {
+    let env = env().await;
+    let mut s = session("s1", "r1", T1);
+    s["events"] = events(0..4);
+    assert_eq!(env.post(&batch(vec![s.clone()])).await.status, 200);
+    let version = |env: &Env, seq: i64| {
+        let pool = env.db.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, String>(
+                "SELECT xmin::text FROM agent_session_events WHERE seq = $1",
+            )
+            .bind(seq)
+            .fetch_one(&pool)
+            .await
+            .unwrap()
+        }
+    };
+    let before: Vec<String> = futures::future::join_all((0..4).map(|q| version(&env, q))).await;
+    let mut changed = events(0..6);
+    changed[2]["toolName"] = json!("grep");
+    changed[3]["isError"] = json!(null);
+    s["events"] = changed;
+    assert_eq!(env.post(&batch(vec![s])).await.status, 200);
+    let after: Vec<String> = futures::future::join_all((0..4).map(|q| version(&env, q))).await;
+    assert_eq!(after[..2], before[..2], "unchanged rows are not rewritten");
+    assert_ne!(after[2], before[2]);
+    assert_ne!(after[3], before[3]);
+    let tool: Vec<(Option<String>, Option<bool>)> = sqlx::query_as(
+        "SELECT tool_name, is_error FROM agent_session_events WHERE seq IN (2, 3) ORDER BY seq",
+    )
+    .fetch_all(&env.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        tool,
+        vec![
+            (Some("grep".into()), Some(false)),
+            (Some("bash".into()), None)
+        ]
+    );
+    assert_eq!(env.event_seqs("s1").await, (0..6).collect::<Vec<i64>>());
+    assert_eq!(env.session_row("s1").await["event_count"], 6);
 }

@@ -17,6 +17,8 @@ pub struct Env {
     pub db: TestDb,
     pub state: IngestState,
     pub org: i64,
+    /// The token's user, owner of `TARGET`.
+    pub user: i64,
     pub token: String,
     pub token_id: i64,
 }
@@ -65,6 +67,7 @@ pub async fn env_with(org: NewOrg<'_>, rate_limit_per_minute: u32) -> Env {
         db,
         state,
         org,
+        user,
         token: issued.token,
         token_id: issued.id,
     }

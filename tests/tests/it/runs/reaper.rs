@@ -67,7 +67,9 @@ async fn a_terminated_connection_frees_the_lock_and_the_reaper_fails_the_run_aft
         "the run lock and the repository lock are held"
     );
     for pid in pids {
-        sqlx::query("SELECT pg_terminate_backend($1)")
+        // With a timeout the call returns once the backend has exited (and so released its
+        // locks); without one it only signals, and the next check could race the exit.
+        sqlx::query("SELECT pg_terminate_backend($1, 5000)")
             .bind(pid)
             .execute(&w.db.pool)
             .await
