@@ -4,10 +4,15 @@
 //! retired ones (`tokenSeries`, an event's `summary` and `data`): they are never read into the
 //! typed batch, so nothing downstream can store them.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 use std::fmt;
+use std::marker::PhantomData;
 
 use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde::de::value::MapAccessDeserializer;
+use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::error::IngestError;
@@ -120,59 +125,77 @@ pub struct Frustration {
     pub signals: Vec<String>,
 }
 
-/// Step 3's input: the envelope's `computeTargetId`, which must be a string (else 400: nothing to
-/// resolve). Its length is checked with the rest of the schema.
-pub fn compute_target_id(doc: &Value) -> Result<&str, IngestError> {
-    let object = doc
-        .as_object()
-        .ok_or_else(|| IngestError::bad_request("the body must be a JSON object"))?;
-    object
-        .get("computeTargetId")
-        .and_then(Value::as_str)
-        .ok_or_else(|| IngestError::bad_request("computeTargetId: required string"))
-}
+/// Parse and check the whole envelope from the decoded bytes, which step 2 has already found to
+/// be one JSON document without duplicate keys ([`super::strict_json::check`]).
+///
+/// The bytes are read straight into field-by-field mirrors of the contract's tables (every field
+/// an optional JSON value, unknown fields skipped unread), then each field is checked by type and
+/// bound. Events, by far the most numerous objects, never become a JSON tree.
+pub fn parse(bytes: &[u8]) -> Result<Batch, IngestError> {
+    let raw: Item<RawEnvelope> = serde_json::from_slice(bytes).map_err(|e| {
+        // Unreachable after step 2's check; kept as a 400 rather than trusted.
+        tracing::debug!(error = %e, "schema parse of checked JSON failed");
+        IngestError::bad_request("invalid JSON")
+    })?;
+    let Item::Object(raw) = raw else {
+        return Err(IngestError::bad_request("the body must be a JSON object"));
+    };
+    let root = Path::Text(String::new());
 
-/// Parse and check the whole envelope.
-pub fn parse(doc: &Value) -> Result<Batch, IngestError> {
-    let top = Obj::root(doc)?;
-    match top.map.get("schemaVersion") {
+    match &raw.schema_version {
         Some(Value::Number(n))
             if n.as_u64() == Some(SCHEMA_VERSION) || n.as_f64() == Some(SCHEMA_VERSION as f64) => {}
-        _ => return Err(top.err("schemaVersion", "must be the number 2")),
+        v => return Err(root.field("schemaVersion", v).err("must be the number 2")),
     }
-    let batch_id = top.req_str("batchId", 1, 128)?;
-    let mode = match top.map.get("mode").and_then(Value::as_str) {
+    let batch_id = root.field("batchId", &raw.batch_id).req_str(1, 128)?;
+    let mode = match raw.mode.as_ref().and_then(Value::as_str) {
         Some("backfill") => Mode::Backfill,
         Some("incremental") => Mode::Incremental,
-        _ => return Err(top.err("mode", "must be \"backfill\" or \"incremental\"")),
+        _ => {
+            return Err(root
+                .field("mode", &raw.mode)
+                .err("must be \"backfill\" or \"incremental\""));
+        }
     };
-    let compute_target_id = top.req_str("computeTargetId", 1, 128)?;
-    if let Some(v) = top.map.get("encoding")
-        && !v.is_string()
-        && !v.is_null()
-    {
-        return Err(top.err("encoding", "must be a string"));
+    let compute_target_id = root
+        .field("computeTargetId", &raw.compute_target_id)
+        .req_str(1, 128)?;
+    if raw.encoding.as_ref().is_some_and(|v| !v.is_string()) {
+        return Err(root
+            .field("encoding", &raw.encoding)
+            .err("must be a string"));
     }
-    let session_count = top.req_int("sessionCount")?;
-    let raw_sessions = top
-        .map
-        .get("sessions")
-        .and_then(Value::as_array)
-        .ok_or_else(|| top.err("sessions", "required array"))?;
+    let session_count = root.field("sessionCount", &raw.session_count).req_int()?;
+    let raw_sessions = match raw.sessions {
+        Some(Items::List(items)) => items,
+        _ => return Err(root.field("sessions", &NONE).err("required array")),
+    };
     if raw_sessions.is_empty() || raw_sessions.len() > MAX_SESSIONS_PER_BATCH {
-        return Err(top.err("sessions", "must hold 1 to 200 sessions"));
+        return Err(root
+            .field("sessions", &NONE)
+            .err("must hold 1 to 200 sessions"));
     }
     if session_count != raw_sessions.len() as u64 {
-        return Err(top.err("sessionCount", "must equal the number of sessions"));
+        return Err(root
+            .field("sessionCount", &NONE)
+            .err("must equal the number of sessions"));
     }
 
     let mut sessions = Vec::with_capacity(raw_sessions.len());
+    for (index, raw) in raw_sessions.into_iter().enumerate() {
+        let at = Path::Item {
+            array: "sessions",
+            index,
+        };
+        match raw {
+            Item::Object(raw) => sessions.push(parse_session(*raw, &at)?),
+            Item::NotObject => {
+                return Err(IngestError::bad_request(format!("{at}: must be an object")));
+            }
+        }
+    }
     let mut chunks_seen = HashSet::new();
     let mut seqs_seen: HashSet<(&str, u64)> = HashSet::new();
-    for (i, raw) in raw_sessions.iter().enumerate() {
-        let session = parse_session(raw, i)?;
-        sessions.push(session);
-    }
     for (i, s) in sessions.iter().enumerate() {
         if !chunks_seen.insert((s.session_id.as_str(), s.chunk.index)) {
             return Err(IngestError::bad_request(format!(
@@ -195,21 +218,282 @@ pub fn parse(doc: &Value) -> Result<Batch, IngestError> {
     })
 }
 
-fn parse_session(raw: &Value, index: usize) -> Result<Session, IngestError> {
-    let o = Obj::at(
-        raw,
-        Path::Item {
-            array: "sessions",
-            index,
-        },
-    )?;
-    let chunk = match o.opt_obj("chunk")? {
+/// No value, for errors about a field as a whole.
+const NONE: Option<Value> = None;
+
+/// The envelope as sent: each field any JSON value (null counts as omitted), unknown ones skipped.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawEnvelope<'a> {
+    schema_version: Option<Value>,
+    batch_id: Option<Value>,
+    mode: Option<Value>,
+    compute_target_id: Option<Value>,
+    encoding: Option<Value>,
+    session_count: Option<Value>,
+    #[serde(borrow)]
+    sessions: Option<Items<Box<RawSession<'a>>>>,
+}
+
+/// A session as sent. Its retired fields (`tokenSeries`) have no place here: never read.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawSession<'a> {
+    session_id: Option<Value>,
+    updated_at: Option<Value>,
+    data_revision: Option<Value>,
+    chunk: Option<Value>,
+    agent: Option<Value>,
+    model: Option<Value>,
+    title: Option<Value>,
+    status: Option<Value>,
+    started_at: Option<Value>,
+    ended_at: Option<Value>,
+    repository: Option<Value>,
+    usage: Option<Value>,
+    #[serde(borrow)]
+    events: Option<Items<RawEvent<'a>>>,
+    token_events: Option<Value>,
+    artifact_refs: Option<Value>,
+    frustration: Option<Value>,
+}
+
+/// An event as sent. The retired `summary` and `data` have no place here: never read. Events
+/// are tens of thousands per batch, so their fields are [`Scalar`]s, not JSON trees.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawEvent<'a> {
+    #[serde(borrow)]
+    seq: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    ts: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    kind: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    tool_name: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    duration_ms: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    input_tokens: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    output_tokens: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    is_error: Option<Scalar<'a>>,
+}
+
+/// One field as sent, without building a JSON value: a string borrowed from the body when it has
+/// no escapes, a number as read, and an object or array only noted (it is never a valid event
+/// field).
+enum Scalar<'de> {
+    Str(Cow<'de, str>),
+    U64(u64),
+    I64(i64),
+    F64(f64),
+    Bool(bool),
+    Null,
+    Nested,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Scalar<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Scalar<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::Str(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::Str(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::Str(Cow::Owned(v)))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::U64(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::I64(v))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::F64(v))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::Bool(v))
+            }
+            fn visit_unit<E>(self) -> Result<Scalar<'a>, E> {
+                Ok(Scalar::Null)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Scalar<'a>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Nested)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Scalar<'a>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Scalar::Nested)
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+/// What the field checks read of a JSON value, whether a built `Value` or a [`Scalar`].
+trait Json {
+    fn is_null(&self) -> bool;
+    fn as_str(&self) -> Option<&str>;
+    fn as_bool(&self) -> Option<bool>;
+    fn as_f64(&self) -> Option<f64>;
+    /// A whole number from 0 to 2^53 - 1 (`5.0` is the number 5).
+    fn whole(&self) -> Option<u64>;
+}
+
+impl Json for Value {
+    fn is_null(&self) -> bool {
+        Value::is_null(self)
+    }
+    fn as_str(&self) -> Option<&str> {
+        Value::as_str(self)
+    }
+    fn as_bool(&self) -> Option<bool> {
+        Value::as_bool(self)
+    }
+    fn as_f64(&self) -> Option<f64> {
+        Value::as_f64(self)
+    }
+    fn whole(&self) -> Option<u64> {
+        whole_number(self)
+    }
+}
+
+impl Json for Scalar<'_> {
+    fn is_null(&self) -> bool {
+        matches!(self, Scalar::Null)
+    }
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Scalar::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+    fn as_bool(&self) -> Option<bool> {
+        match self {
+            Scalar::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+    fn as_f64(&self) -> Option<f64> {
+        match self {
+            Scalar::U64(u) => Some(*u as f64),
+            Scalar::I64(i) => Some(*i as f64),
+            Scalar::F64(f) => Some(*f),
+            _ => None,
+        }
+    }
+    fn whole(&self) -> Option<u64> {
+        match self {
+            Scalar::U64(u) => (*u <= MAX_SAFE_INTEGER).then_some(*u),
+            // serde_json reads a non-negative integer as u64: an i64 is negative.
+            Scalar::I64(_) => None,
+            Scalar::F64(f) => whole_float(*f),
+            _ => None,
+        }
+    }
+}
+
+/// Visitor methods for every JSON scalar (bool, numbers, string, null), each answering `$v`.
+macro_rules! scalars_are {
+    ($v:expr) => {
+        fn visit_bool<E>(self, _: bool) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok($v)
+        }
+    };
+}
+
+/// A field that must be an array of objects: anything else is kept as a verdict, not a serde
+/// error, so the 400 names the field like every other rule.
+enum Items<T> {
+    List(Vec<Item<T>>),
+    NotArray,
+}
+
+enum Item<T> {
+    Object(T),
+    NotObject,
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Items<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Items<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Items<T>, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(4096));
+                while let Some(item) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Items::List(items))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Items<T>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Items::NotArray)
+            }
+            scalars_are!(Items::NotArray);
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Item<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = Item<T>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Item<T>, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map)).map(Item::Object)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Item<T>, A::Error> {
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Item::NotObject)
+            }
+            scalars_are!(Item::NotObject);
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+fn parse_session(raw: RawSession, at: &Path<'_>) -> Result<Session, IngestError> {
+    let chunk = match at.field("chunk", &raw.chunk).opt_obj()? {
         None => Chunk { index: 0, total: 1 },
         Some(c) => {
-            let index = c.req_int("index")?;
-            let total = c.req_int("total")?;
+            let index = c.get("index").req_int()?;
+            let total = c.get("total").req_int()?;
             if total == 0 || total > MAX_CHUNKS || index >= total {
-                return Err(o.err("chunk", "needs 0 <= index < total <= 1000"));
+                return Err(at
+                    .field("chunk", &NONE)
+                    .err("needs 0 <= index < total <= 1000"));
             }
             // Both fit: total <= 1000.
             Chunk {
@@ -218,57 +502,73 @@ fn parse_session(raw: &Value, index: usize) -> Result<Session, IngestError> {
             }
         }
     };
-    let repository = match o.opt_obj("repository")? {
+    let repository = match at.field("repository", &raw.repository).opt_obj()? {
         None => None,
         Some(r) => Some(Repository {
-            remote_url: r.opt_str("remoteUrl")?,
-            branch: r.opt_str("branch")?,
-            commit_sha: r.opt_str("commitSha")?,
+            remote_url: r.get("remoteUrl").opt_str()?,
+            branch: r.get("branch").opt_str()?,
+            commit_sha: r.get("commitSha").opt_str()?,
         }),
     };
-    let usage = match o.opt_obj("usage")? {
+    let usage = match at.field("usage", &raw.usage).opt_obj()? {
         None => None,
         Some(u) => Some(Usage {
-            input_tokens: u.opt_int("inputTokens")?,
-            output_tokens: u.opt_int("outputTokens")?,
-            cache_read_tokens: u.opt_int("cacheReadTokens")?,
-            cache_write_tokens: u.opt_int("cacheWriteTokens")?,
-            cost_usd: u.opt_non_negative("costUsd")?,
+            input_tokens: u.get("inputTokens").opt_int()?,
+            output_tokens: u.get("outputTokens").opt_int()?,
+            cache_read_tokens: u.get("cacheReadTokens").opt_int()?,
+            cache_write_tokens: u.get("cacheWriteTokens").opt_int()?,
+            cost_usd: u.get("costUsd").opt_non_negative()?,
         }),
     };
-    let events = o.opt_each("events", |e| {
-        Ok(Event {
-            seq: e.req_int("seq")?,
-            ts: e.req_instant("ts")?,
-            kind: e.req_str("kind", 1, 64)?,
-            tool_name: e.opt_str("toolName")?,
-            duration_ms: e.opt_int("durationMs")?,
-            input_tokens: e.opt_int("inputTokens")?,
-            output_tokens: e.opt_int("outputTokens")?,
-            is_error: e.opt_bool("isError")?,
-        })
-    })?;
-    let token_events = o.opt_each("tokenEvents", |t| {
-        Ok(TokenEvent {
-            ts: t.req_time("ts")?,
-            input_tokens: t.req_int("inputTokens")?,
-            output_tokens: t.req_int("outputTokens")?,
-        })
-    })?;
-    let artifact_refs = o.opt_each("artifactRefs", |a| {
-        Ok(ArtifactRef {
-            kind: a.req_str("kind", 0, usize::MAX)?,
-            reference: a.req_str("ref", 0, usize::MAX)?,
-        })
-    })?;
-    let frustration = match o.opt_obj("frustration")? {
+    let events = match raw.events {
         None => None,
-        Some(f) => {
-            let score = f.req_number("score")?;
-            if !(0.0..=1.0).contains(&score) {
-                return Err(f.err("score", "must be between 0 and 1"));
+        Some(Items::NotArray) => return Err(at.field("events", &NONE).err("must be an array")),
+        Some(Items::List(items)) => {
+            let array = format!("{at}.events");
+            let mut events = Vec::with_capacity(items.len());
+            for (index, item) in items.into_iter().enumerate() {
+                let at = Path::Item {
+                    array: &array,
+                    index,
+                };
+                let Item::Object(e) = item else {
+                    return Err(IngestError::bad_request(format!("{at}: must be an object")));
+                };
+                events.push(Event {
+                    seq: at.field("seq", &e.seq).req_int()?,
+                    ts: at.field("ts", &e.ts).req_instant()?,
+                    kind: at.field("kind", &e.kind).req_str(1, 64)?,
+                    tool_name: at.field("toolName", &e.tool_name).opt_str()?,
+                    duration_ms: at.field("durationMs", &e.duration_ms).opt_int()?,
+                    input_tokens: at.field("inputTokens", &e.input_tokens).opt_int()?,
+                    output_tokens: at.field("outputTokens", &e.output_tokens).opt_int()?,
+                    is_error: at.field("isError", &e.is_error).opt_bool()?,
+                });
             }
-            let signals = match f.map.get("signals") {
+            Some(events)
+        }
+    };
+    let token_events = at.field("tokenEvents", &raw.token_events).opt_each(|t| {
+        Ok(TokenEvent {
+            ts: t.get("ts").req_time()?,
+            input_tokens: t.get("inputTokens").req_int()?,
+            output_tokens: t.get("outputTokens").req_int()?,
+        })
+    })?;
+    let artifact_refs = at.field("artifactRefs", &raw.artifact_refs).opt_each(|a| {
+        Ok(ArtifactRef {
+            kind: a.get("kind").req_str(0, usize::MAX)?,
+            reference: a.get("ref").req_str(0, usize::MAX)?,
+        })
+    })?;
+    let frustration = match at.field("frustration", &raw.frustration).opt_obj()? {
+        None => None,
+        Some(o) => {
+            let score = o.get("score").req_number()?;
+            if !(0.0..=1.0).contains(&score) {
+                return Err(o.get("score").err("must be between 0 and 1"));
+            }
+            let signals = match o.get("signals").value {
                 Some(Value::Array(items)) => items
                     .iter()
                     .map(|s| {
@@ -277,23 +577,28 @@ fn parse_session(raw: &Value, index: usize) -> Result<Session, IngestError> {
                             .map(str::to_owned)
                     })
                     .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| f.err("signals", "must be an array of strings without NUL"))?,
-                _ => return Err(f.err("signals", "required array of strings")),
+                    .ok_or_else(|| {
+                        o.get("signals")
+                            .err("must be an array of strings without NUL")
+                    })?,
+                _ => return Err(o.get("signals").err("required array of strings")),
             };
             Some(Frustration { score, signals })
         }
     };
     Ok(Session {
-        session_id: o.req_str("sessionId", 1, 200)?,
-        updated_at: o.req_time("updatedAt")?,
-        data_revision: o.req_str("dataRevision", 1, 128)?,
+        session_id: at.field("sessionId", &raw.session_id).req_str(1, 200)?,
+        updated_at: at.field("updatedAt", &raw.updated_at).req_time()?,
+        data_revision: at
+            .field("dataRevision", &raw.data_revision)
+            .req_str(1, 128)?,
         chunk,
-        agent: o.req_str("agent", 1, 64)?,
-        model: o.opt_str("model")?,
-        title: o.opt_str("title")?,
-        status: o.opt_str("status")?,
-        started_at: o.opt_time("startedAt")?,
-        ended_at: o.opt_time("endedAt")?,
+        agent: at.field("agent", &raw.agent).req_str(1, 64)?,
+        model: at.field("model", &raw.model).opt_str()?,
+        title: at.field("title", &raw.title).opt_str()?,
+        status: at.field("status", &raw.status).opt_str()?,
+        started_at: at.field("startedAt", &raw.started_at).opt_time()?,
+        ended_at: at.field("endedAt", &raw.ended_at).opt_time()?,
         repository,
         usage,
         events,
@@ -310,6 +615,16 @@ enum Path<'p> {
     Item { array: &'p str, index: usize },
 }
 
+impl<'p> Path<'p> {
+    /// A field of the object at this path; null counts as omitted.
+    fn field<'v, 'k, J: Json>(&'k self, key: &'k str, value: &'v Option<J>) -> Field<'v, 'k, J>
+    where
+        'p: 'k,
+    {
+        Field::new(self, key, value.as_ref())
+    }
+}
+
 impl fmt::Display for Path<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -319,170 +634,182 @@ impl fmt::Display for Path<'_> {
     }
 }
 
-/// A JSON object and its path, for typed reads with errors that name the field.
+/// A JSON object of the small nested kinds (chunk, repository, usage, ...) and its path.
 struct Obj<'a, 'p> {
     map: &'a Map<String, Value>,
     path: Path<'p>,
 }
 
-impl<'a, 'p> Obj<'a, 'p> {
-    fn root(v: &'a Value) -> Result<Self, IngestError> {
-        v.as_object()
-            .map(|map| Self {
-                map,
-                path: Path::Text(String::new()),
-            })
-            .ok_or_else(|| IngestError::bad_request("the body must be a JSON object"))
+impl<'a> Obj<'a, '_> {
+    /// One of its fields; null counts as omitted.
+    fn get<'k>(&'k self, key: &'k str) -> Field<'a, 'k, Value> {
+        Field::new(&self.path, key, self.map.get(key))
     }
+}
 
-    fn at(v: &'a Value, path: Path<'p>) -> Result<Self, IngestError> {
-        match v.as_object() {
-            Some(map) => Ok(Self { map, path }),
-            None => Err(IngestError::bad_request(format!(
-                "{path}: must be an object"
-            ))),
+/// One field's value and where it is, for typed reads with errors that name the field.
+struct Field<'v, 'k, J> {
+    owner: &'k Path<'k>,
+    key: &'k str,
+    /// Present and not null.
+    value: Option<&'v J>,
+}
+
+impl<'v, 'k, J: Json> Field<'v, 'k, J> {
+    fn new(owner: &'k Path<'k>, key: &'k str, value: Option<&'v J>) -> Self {
+        Self {
+            owner,
+            key,
+            value: value.filter(|v| !v.is_null()),
         }
     }
 
-    fn field(&self, key: &str) -> String {
-        match &self.path {
-            Path::Text(p) if p.is_empty() => key.to_owned(),
-            path => format!("{path}.{key}"),
+    fn name(&self) -> String {
+        match self.owner {
+            Path::Text(p) if p.is_empty() => self.key.to_owned(),
+            owner => format!("{owner}.{}", self.key),
         }
     }
 
-    fn err(&self, key: &str, rule: &str) -> IngestError {
-        IngestError::bad_request(format!("{}: {rule}", self.field(key)))
+    fn err(&self, rule: &str) -> IngestError {
+        IngestError::bad_request(format!("{}: {rule}", self.name()))
     }
 
-    /// A present, non-null value (null counts as omitted).
-    fn get(&self, key: &str) -> Option<&'a Value> {
-        self.map.get(key).filter(|v| !v.is_null())
-    }
-
-    fn req_str(&self, key: &str, min: usize, max: usize) -> Result<String, IngestError> {
+    fn req_str(&self, min: usize, max: usize) -> Result<String, IngestError> {
         let s = self
-            .get(key)
-            .and_then(Value::as_str)
-            .ok_or_else(|| self.err(key, "required string"))?;
-        check_len(s, min, max).map_err(|rule| self.err(key, &rule))?;
-        storable(s).map_err(|rule| self.err(key, rule))?;
+            .value
+            .and_then(J::as_str)
+            .ok_or_else(|| self.err("required string"))?;
+        check_len(s, min, max).map_err(|rule| self.err(&rule))?;
+        storable(s).map_err(|rule| self.err(rule))?;
         Ok(s.to_owned())
     }
 
-    fn opt_str(&self, key: &str) -> Result<Option<String>, IngestError> {
-        match self.get(key) {
+    fn opt_str(&self) -> Result<Option<String>, IngestError> {
+        match self.value {
             None => Ok(None),
-            Some(Value::String(s)) => {
-                storable(s).map_err(|rule| self.err(key, rule))?;
-                Ok(Some(s.clone()))
+            Some(v) => {
+                let s = v.as_str().ok_or_else(|| self.err("must be a string"))?;
+                storable(s).map_err(|rule| self.err(rule))?;
+                Ok(Some(s.to_owned()))
             }
-            Some(_) => Err(self.err(key, "must be a string")),
         }
     }
 
-    fn opt_bool(&self, key: &str) -> Result<Option<bool>, IngestError> {
-        match self.get(key) {
+    fn opt_bool(&self) -> Result<Option<bool>, IngestError> {
+        match self.value {
             None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(_) => Err(self.err(key, "must be a boolean")),
-        }
-    }
-
-    fn req_int(&self, key: &str) -> Result<u64, IngestError> {
-        self.opt_int(key)?
-            .ok_or_else(|| self.err(key, "required integer"))
-    }
-
-    fn opt_int(&self, key: &str) -> Result<Option<u64>, IngestError> {
-        match self.get(key) {
-            None => Ok(None),
-            Some(v) => whole_number(v)
+            Some(v) => v
+                .as_bool()
                 .map(Some)
-                .ok_or_else(|| self.err(key, "must be a whole number from 0 to 2^53 - 1")),
+                .ok_or_else(|| self.err("must be a boolean")),
         }
     }
 
-    fn req_number(&self, key: &str) -> Result<f64, IngestError> {
-        self.get(key)
-            .and_then(Value::as_f64)
-            .ok_or_else(|| self.err(key, "required number"))
+    fn req_int(&self) -> Result<u64, IngestError> {
+        self.opt_int()?.ok_or_else(|| self.err("required integer"))
     }
 
-    fn opt_non_negative(&self, key: &str) -> Result<Option<f64>, IngestError> {
-        match self.get(key) {
+    fn opt_int(&self) -> Result<Option<u64>, IngestError> {
+        match self.value {
+            None => Ok(None),
+            Some(v) => v
+                .whole()
+                .map(Some)
+                .ok_or_else(|| self.err("must be a whole number from 0 to 2^53 - 1")),
+        }
+    }
+
+    fn req_number(&self) -> Result<f64, IngestError> {
+        self.value
+            .and_then(J::as_f64)
+            .ok_or_else(|| self.err("required number"))
+    }
+
+    fn opt_non_negative(&self) -> Result<Option<f64>, IngestError> {
+        match self.value {
             None => Ok(None),
             Some(v) => match v.as_f64() {
                 Some(n) if n >= 0.0 && n.is_finite() => Ok(Some(n)),
-                _ => Err(self.err(key, "must be a non-negative number")),
+                _ => Err(self.err("must be a non-negative number")),
             },
         }
     }
 
-    fn req_time(&self, key: &str) -> Result<Timestamp, IngestError> {
-        self.opt_time(key)?
-            .ok_or_else(|| self.err(key, "required RFC 3339 time"))
+    fn req_time(&self) -> Result<Timestamp, IngestError> {
+        self.opt_time()?
+            .ok_or_else(|| self.err("required RFC 3339 time"))
     }
 
     /// A required RFC 3339 time where only the instant is kept (no copy of the text).
-    fn req_instant(&self, key: &str) -> Result<DateTime<Utc>, IngestError> {
-        match self.get(key) {
-            Some(Value::String(s)) => DateTime::parse_from_rfc3339(s)
+    fn req_instant(&self) -> Result<DateTime<Utc>, IngestError> {
+        match self.value.and_then(J::as_str) {
+            Some(s) => DateTime::parse_from_rfc3339(s)
                 .map(|t| t.with_timezone(&Utc))
-                .map_err(|_| self.err(key, "must be an RFC 3339 time")),
-            _ => Err(self.err(key, "required RFC 3339 time")),
+                .map_err(|_| self.err("must be an RFC 3339 time")),
+            None if self.value.is_some() => Err(self.err("must be an RFC 3339 time")),
+            None => Err(self.err("required RFC 3339 time")),
         }
     }
 
-    fn opt_time(&self, key: &str) -> Result<Option<Timestamp>, IngestError> {
-        match self.get(key) {
+    fn opt_time(&self) -> Result<Option<Timestamp>, IngestError> {
+        match self.value {
             None => Ok(None),
-            Some(Value::String(s)) => DateTime::parse_from_rfc3339(s)
-                .map(|t| {
-                    Some(Timestamp {
-                        at: t.with_timezone(&Utc),
-                        raw: s.clone(),
+            Some(v) => match v.as_str() {
+                Some(s) => DateTime::parse_from_rfc3339(s)
+                    .map(|t| {
+                        Some(Timestamp {
+                            at: t.with_timezone(&Utc),
+                            raw: s.to_owned(),
+                        })
                     })
-                })
-                .map_err(|_| self.err(key, "must be an RFC 3339 time")),
-            Some(_) => Err(self.err(key, "must be an RFC 3339 time")),
+                    .map_err(|_| self.err("must be an RFC 3339 time")),
+                None => Err(self.err("must be an RFC 3339 time")),
+            },
         }
     }
+}
 
-    fn opt_obj(&self, key: &str) -> Result<Option<Obj<'a, 'static>>, IngestError> {
-        match self.get(key) {
+/// Reads only a built JSON value offers: nested objects and arrays of them.
+impl<'v> Field<'v, '_, Value> {
+    fn opt_obj(&self) -> Result<Option<Obj<'v, 'static>>, IngestError> {
+        match self.value {
             None => Ok(None),
-            Some(v) => Obj::at(v, Path::Text(self.field(key))).map(Some),
+            Some(Value::Object(map)) => Ok(Some(Obj {
+                map,
+                path: Path::Text(self.name()),
+            })),
+            Some(_) => Err(IngestError::bad_request(format!(
+                "{}: must be an object",
+                self.name()
+            ))),
         }
     }
 
     /// An optional array of objects, each read by `item`.
     fn opt_each<T>(
         &self,
-        key: &str,
-        item: impl for<'q> Fn(&Obj<'a, 'q>) -> Result<T, IngestError>,
+        item: impl for<'q> Fn(&Obj<'v, 'q>) -> Result<T, IngestError>,
     ) -> Result<Option<Vec<T>>, IngestError> {
-        let Some(v) = self.get(key) else {
+        let Some(v) = self.value else {
             return Ok(None);
         };
-        let items = v
-            .as_array()
-            .ok_or_else(|| self.err(key, "must be an array"))?;
-        let base = self.field(key);
-        items
-            .iter()
-            .enumerate()
-            .map(|(index, v)| {
-                item(&Obj::at(
-                    v,
-                    Path::Item {
-                        array: &base,
-                        index,
-                    },
-                )?)
-            })
-            .collect::<Result<Vec<_>, _>>()
-            .map(Some)
+        let items = v.as_array().ok_or_else(|| self.err("must be an array"))?;
+        let array = self.name();
+        let mut out = Vec::with_capacity(items.len());
+        for (index, v) in items.iter().enumerate() {
+            let path = Path::Item {
+                array: &array,
+                index,
+            };
+            let Some(map) = v.as_object() else {
+                return Err(IngestError::bad_request(format!(
+                    "{path}: must be an object"
+                )));
+            };
+            out.push(item(&Obj { map, path })?);
+        }
+        Ok(Some(out))
     }
 }
 
@@ -511,7 +838,10 @@ fn whole_number(v: &Value) -> Option<u64> {
     if let Some(u) = n.as_u64() {
         return (u <= MAX_SAFE_INTEGER).then_some(u);
     }
-    let f = n.as_f64()?;
+    whole_float(n.as_f64()?)
+}
+
+fn whole_float(f: f64) -> Option<u64> {
     (f >= 0.0 && f.fract() == 0.0 && f <= MAX_SAFE_INTEGER as f64).then_some(f as u64)
 }
 
@@ -526,6 +856,10 @@ mod tests {
                "computeTargetId": "t", "sessionCount": n, "sessions": sessions})
     }
 
+    fn parse_value(doc: &Value) -> Result<Batch, IngestError> {
+        parse(&serde_json::to_vec(doc).unwrap())
+    }
+
     fn session() -> Value {
         json!({"sessionId": "s", "updatedAt": "2026-01-01T00:00:00Z", "dataRevision": "r",
                "agent": "claude"})
@@ -536,7 +870,7 @@ mod tests {
         let mut s = session();
         s["somethingNew"] = json!({"x": 1});
         s["tokenSeries"] = json!([[1, 2]]);
-        let b = parse(&envelope(json!([s]))).unwrap();
+        let b = parse_value(&envelope(json!([s]))).unwrap();
         assert_eq!(b.sessions[0].chunk, Chunk { index: 0, total: 1 });
     }
 
@@ -556,22 +890,136 @@ mod tests {
     fn a_nul_character_in_any_string_is_refused() {
         let mut s = session();
         s["title"] = json!("a\u{0}b");
-        let err = parse(&envelope(json!([s]))).unwrap_err();
+        let err = parse_value(&envelope(json!([s]))).unwrap_err();
         assert!(err.to_string().contains("sessions[0].title"), "{err}");
         let mut s = session();
         s["events"] = json!([{"seq": 1, "ts": "2026-01-01T00:00:00Z", "kind": "a\u{0}"}]);
-        assert!(parse(&envelope(json!([s]))).is_err());
+        assert!(parse_value(&envelope(json!([s]))).is_err());
         let mut s = session();
         s["frustration"] = json!({"score": 0.5, "signals": ["\u{0}"]});
-        assert!(parse(&envelope(json!([s]))).is_err());
+        assert!(parse_value(&envelope(json!([s]))).is_err());
+    }
+
+    fn err_of(doc: &Value) -> String {
+        parse_value(doc).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn each_shape_error_names_its_place() {
+        let with = |f: &dyn Fn(&mut Value)| {
+            let mut s = session();
+            f(&mut s);
+            err_of(&envelope(json!([s])))
+        };
+        assert!(err_of(&envelope(json!([5]))).contains("sessions[0]: must be an object"));
+        assert!(
+            with(&|s| s["events"] = json!("x")).contains("sessions[0].events: must be an array")
+        );
+        assert!(
+            with(&|s| s["events"] =
+                json!([{"seq": 1, "ts": "2026-01-01T00:00:00Z", "kind": "k"}, 7]))
+            .contains("sessions[0].events[1]: must be an object")
+        );
+        assert!(
+            with(&|s| s["events"] =
+                json!([{"seq": {"n": 1}, "ts": "2026-01-01T00:00:00Z", "kind": "k"}]))
+            .contains("sessions[0].events[0].seq: must be a whole number")
+        );
+        assert!(
+            with(&|s| s["events"] = json!([{"seq": 1, "ts": 5, "kind": "k"}]))
+                .contains("sessions[0].events[0].ts: must be an RFC 3339 time")
+        );
+        assert!(
+            with(&|s| s["events"] = json!([{"seq": 1, "ts": "2026-01-01T00:00:00Z"}]))
+                .contains("sessions[0].events[0].kind: required string")
+        );
+        assert!(
+            with(&|s| s["events"] =
+                json!([{"seq": 1, "ts": "2026-01-01T00:00:00Z", "kind": "k", "isError": "no"}]))
+            .contains("sessions[0].events[0].isError: must be a boolean")
+        );
+    }
+
+    #[test]
+    fn events_read_escapes_numbers_and_skip_retired_fields() {
+        let mut s = session();
+        s["events"] = json!([
+            {"seq": 5.0, "ts": "2026-01-01T00:00:00.5+01:00", "kind": "a\"b\u{e9}",
+             "toolName": null, "durationMs": 9007199254740991u64, "isError": true,
+             "summary": "old text", "data": {"nested": [1, {"x": 2}]}},
+        ]);
+        let b = parse_value(&envelope(json!([s]))).unwrap();
+        let e = &b.sessions[0].events.as_ref().unwrap()[0];
+        assert_eq!(e.seq, 5);
+        assert_eq!(e.kind, "a\"b\u{e9}");
+        assert_eq!(e.tool_name, None, "null is omitted");
+        assert_eq!(e.duration_ms, Some(MAX_SAFE_INTEGER));
+        assert_eq!(e.is_error, Some(true));
+        assert_eq!(e.ts.to_rfc3339(), "2025-12-31T23:00:00.500+00:00");
+        // A \u escape on the wire (not borrowable) reads the same as the plain character.
+        let raw = br#"{"schemaVersion":2,"batchId":"b","mode":"backfill","computeTargetId":"t",
+            "sessionCount":1,"sessions":[{"sessionId":"s","updatedAt":"2026-01-01T00:00:00Z",
+            "dataRevision":"r","agent":"a","events":[{"seq":1,"ts":"2026-01-01T00:00:00Z",
+            "kind":"\u00e9\n","toolName":"t\/x"}]}]}"#;
+        let b = parse(raw).unwrap();
+        let e = &b.sessions[0].events.as_ref().unwrap()[0];
+        assert_eq!(
+            (e.kind.as_str(), e.tool_name.as_deref()),
+            ("\u{e9}\n", Some("t/x"))
+        );
+        for bad in [
+            json!(-1),
+            json!(1.5),
+            json!(9007199254740992u64),
+            json!("1"),
+        ] {
+            let mut s = session();
+            s["events"] = json!([{"seq": bad, "ts": "2026-01-01T00:00:00Z", "kind": "k"}]);
+            assert!(parse_value(&envelope(json!([s]))).is_err());
+        }
+    }
+
+    /// Mangled bodies never panic the check or the parse: each answers Ok or an error.
+    #[test]
+    fn mangled_bodies_are_errors_not_panics() {
+        let mut s = session();
+        s["events"] = json!([{"seq": 1, "ts": "2026-01-01T00:00:00Z", "kind": "k\u{e9}",
+                              "toolName": "t", "durationMs": 2.0, "isError": false}]);
+        s["usage"] = json!({"inputTokens": 1, "costUsd": 0.5});
+        s["chunk"] = json!({"index": 0, "total": 2});
+        let valid = serde_json::to_vec(&envelope(json!([s]))).unwrap();
+        const PIECES: &[u8] = b"{}[]\",:0-e.\\u";
+        let mut state: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..4000 {
+            let mut body = valid.clone();
+            for _ in 0..=(next() % 4) {
+                let i = (next() as usize) % body.len();
+                match next() % 3 {
+                    0 => body[i] = PIECES[(next() as usize) % PIECES.len()],
+                    1 => {
+                        body.remove(i);
+                    }
+                    _ => body.insert(i, (next() % 256) as u8),
+                }
+            }
+            if super::super::strict_json::check(&body).is_ok() {
+                let _ = parse(&body);
+            }
+        }
     }
 
     #[test]
     fn string_lengths_count_characters_not_bytes() {
         let mut s = session();
         s["agent"] = json!("é".repeat(64));
-        assert!(parse(&envelope(json!([s.clone()]))).is_ok());
+        assert!(parse_value(&envelope(json!([s.clone()]))).is_ok());
         s["agent"] = json!("é".repeat(65));
-        assert!(parse(&envelope(json!([s]))).is_err());
+        assert!(parse_value(&envelope(json!([s]))).is_err());
     }
 }

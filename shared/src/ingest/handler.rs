@@ -9,6 +9,7 @@ use sqlx::PgPool;
 
 use super::auth::{self, Device};
 use super::error::IngestError;
+use super::strict_json::Checked;
 use super::{
     MAX_DECODED_BYTES, MAX_SESSIONS_PER_BATCH, MAX_WIRE_BYTES, SCHEMA_VERSION, batch, decode,
     rate_limit, strict_json, upsert,
@@ -112,23 +113,32 @@ fn wire_bytes(body: &Body) -> &[u8] {
 async fn sync(state: &IngestState, req: &Request) -> Result<(), IngestError> {
     // 1. Authenticate.
     let device: Device = auth::authenticate(&state.pool, req.headers()).await?;
-    // 2. Bound and decode, then parse JSON (duplicate keys refused).
+    // 2. Bound and decode, then check the JSON (duplicate keys refused).
     let decoded = decode::bound_and_decode(req.headers(), wire_bytes(req.body()))?;
-    let doc = strict_json::parse(&decoded).map_err(|e| {
+    let checked = strict_json::check(&decoded).map_err(|e| {
         tracing::debug!(error = %e, "invalid JSON");
         IngestError::bad_request("invalid JSON")
     })?;
-    drop(decoded);
-    // 3. Resolve compute-target ownership.
-    let target = batch::compute_target_id(&doc)?;
-    if !auth::owns_target(&state.pool, &device, target).await? {
+    // 3. Resolve compute-target ownership (a missing or non-string id is 400: nothing to resolve).
+    let target = match checked {
+        Checked::Object {
+            compute_target_id: Some(target),
+        } => target,
+        Checked::Object { .. } => {
+            return Err(IngestError::bad_request("computeTargetId: required string"));
+        }
+        Checked::NotObject => {
+            return Err(IngestError::bad_request("the body must be a JSON object"));
+        }
+    };
+    if !auth::owns_target(&state.pool, &device, &target).await? {
         return Err(IngestError::TargetNotOwned);
     }
     // 4. Rate limit (everything reaching this step counts).
-    rate_limit::check(&state.pool, target, state.rate_limit_per_minute).await?;
-    // 5. Schema parse.
-    let batch = batch::parse(&doc)?;
-    drop(doc);
+    rate_limit::check(&state.pool, &target, state.rate_limit_per_minute).await?;
+    // 5. Schema parse, reading the checked bytes again.
+    let batch = batch::parse(&decoded)?;
+    drop(decoded);
     // 6. Org sync policy, fail-closed.
     if !device.sync_policy_allows() {
         return Err(IngestError::FeatureDisabled);
