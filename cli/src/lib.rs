@@ -41,7 +41,7 @@ pub async fn run(cli: Cli, config: &Config, out: &mut dyn Write) -> anyhow::Resu
         Command::Migrate => migrate(config, out).await,
         Command::Sync(args) => sync::run(config, &args, out).await,
         Command::Status { json } => status(config, json, out).await,
-        Command::Ingest(cmd) => provision::run(config, cmd).await,
+        Command::Ingest(cmd) => provision::run(config, cmd, out).await,
     }
 }
 

@@ -1,6 +1,7 @@
 //! `syncplane ingest ...`: provisioning for agent session ingest, on the first configured
 //! tenant's database (the one the ingest function serves).
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -81,7 +82,11 @@ pub enum IngestCommand {
     RevokeToken { token_id: i64 },
 }
 
-pub async fn run(config: &shared::config::Config, cmd: IngestCommand) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    config: &shared::config::Config,
+    cmd: IngestCommand,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
     let tenant = config.tenants.first().context("no tenant configured")?;
     let pool = shared::db::connect(&tenant.database_url, 1).await?;
     match cmd {
@@ -101,7 +106,7 @@ pub async fn run(config: &shared::config::Config, cmd: IngestCommand) -> anyhow:
                 },
             )
             .await?;
-            println!("org {id}");
+            writeln!(out, "org {id}")?;
         }
         IngestCommand::SetOrg {
             org_id,
@@ -122,40 +127,43 @@ pub async fn run(config: &shared::config::Config, cmd: IngestCommand) -> anyhow:
             if !found {
                 anyhow::bail!("org {org_id} not found");
             }
-            println!("org {org_id} updated");
+            writeln!(out, "org {org_id} updated")?;
         }
         IngestCommand::SetGlobalFeature { state } => {
             provision::set_global_feature(&pool, state.on()).await?;
-            println!(
+            writeln!(
+                out,
                 "agent session sync globally {}",
                 if state.on() { "on" } else { "off" }
-            );
+            )?;
         }
         IngestCommand::CreateUser { org_id, name } => {
             let id = provision::create_user(&pool, org_id, &name).await?;
-            println!("user {id}");
+            writeln!(out, "user {id}")?;
         }
         IngestCommand::CreateTarget { user_id, target_id } => {
             provision::create_compute_target(&pool, user_id, &target_id)
                 .await
                 .with_context(|| format!("user {user_id} not found or target exists"))?;
-            println!("compute target {target_id}");
+            writeln!(out, "compute target {target_id}")?;
         }
         IngestCommand::IssueToken { user_id, label } => {
             let issued = provision::issue_device_token(&pool, user_id, label.as_deref())
                 .await
                 .with_context(|| format!("user {user_id} not found"))?;
+            // The id on stderr (for revoking later), the token alone on stdout: it is shown this
+            // once and cannot be recovered.
             eprintln!(
                 "token {} issued; it is shown once and cannot be recovered",
                 issued.id
             );
-            println!("{}", issued.token);
+            writeln!(out, "{}", issued.token)?;
         }
         IngestCommand::RevokeToken { token_id } => {
             if !provision::revoke_device_token(&pool, token_id).await? {
                 anyhow::bail!("token {token_id} not found or already revoked");
             }
-            println!("token {token_id} revoked");
+            writeln!(out, "token {token_id} revoked")?;
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -206,3 +206,117 @@ async fn status_json_shows_each_repository_and_the_recent_runs() {
     assert_eq!(status["recentRuns"][0]["trigger"], "manual");
     assert_eq!(status["recentRuns"][0]["status"], "success");
 }
+
+/// The number after `label` in a line such as `org 7`.
+fn id_after(out: &str, label: &str) -> i64 {
+    out.trim()
+        .strip_prefix(label)
+        .and_then(|rest| rest.trim().parse().ok())
+        .unwrap_or_else(|| panic!("expected `{label} <id>`, got {out:?}"))
+}
+
+/// Issue 6, item 6: `syncplane ingest ...` provisions what a desktop client needs, and the ingest
+/// function then answers that client exactly as provisioned.
+#[tokio::test]
+async fn ingest_provisioning_through_the_cli_decides_what_the_ingest_function_accepts() {
+    let s = Setup::new().await;
+    let state = shared::ingest::IngestState {
+        pool: s.db.pool.clone(),
+        rate_limit_per_minute: 100,
+    };
+    let post = |token: String| {
+        let state = state.clone();
+        async move {
+            let batch = serde_json::json!({
+                "schemaVersion": 2, "batchId": "b1", "mode": "incremental",
+                "computeTargetId": "laptop-1", "sessionCount": 1,
+                "sessions": [{"sessionId": "s1", "updatedAt": "2026-01-01T00:00:00Z",
+                              "dataRevision": "r1", "agent": "claude-code"}]});
+            let auth = format!("Bearer {token}");
+            let req = syncplane_tests::apigw::request(
+                "POST",
+                "/api/agent-sessions/sync",
+                &[("authorization", &auth)],
+                Some(&serde_json::to_vec(&batch).unwrap()),
+            );
+            let resp = shared::ingest::handle(&state, req).await;
+            let body: Value = match resp.body() {
+                lambda_http::Body::Text(t) => serde_json::from_str(t).unwrap(),
+                lambda_http::Body::Binary(b) => serde_json::from_slice(b).unwrap(),
+                _ => Value::Null,
+            };
+            (resp.status().as_u16(), body["error"]["code"].clone())
+        }
+    };
+
+    let (code, out) = s.syncplane(&["ingest", "create-org", "acme"]).await;
+    assert_eq!(code, ExitCode::SUCCESS, "{out}");
+    let org = id_after(&out, "org").to_string();
+    let (_, out) = s.syncplane(&["ingest", "create-user", &org, "ada"]).await;
+    let user = id_after(&out, "user").to_string();
+    let (code, _) = s
+        .syncplane(&["ingest", "create-target", &user, "laptop-1"])
+        .await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    let (code, out) = s
+        .syncplane(&["ingest", "issue-token", &user, "--label", "laptop"])
+        .await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    let token = out.trim().to_owned();
+    assert!(token.len() >= 32, "the token is printed: {out:?}");
+    let (hashed, anywhere): (i64, i64) = sqlx::query_as(
+        "SELECT count(*) FILTER (WHERE token_hash = sha256(convert_to($1, 'UTF8'))),
+                count(*) FILTER (WHERE strpos(t::text, $1) > 0)
+           FROM device_tokens t",
+    )
+    .bind(&token)
+    .fetch_one(&s.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        (hashed, anywhere),
+        (1, 0),
+        "only the token's SHA-256 is stored"
+    );
+    assert_eq!(post(token.clone()).await, (200, Value::Null));
+
+    // The org's policy switched off: fail-closed, and so is no policy at all.
+    for policy in ["off", "none"] {
+        let (code, _) = s
+            .syncplane(&["ingest", "set-org", &org, "--sync-policy", policy])
+            .await;
+        assert_eq!(code, ExitCode::SUCCESS);
+        assert_eq!(
+            post(token.clone()).await,
+            (403, Value::from("feature_disabled"))
+        );
+    }
+    s.syncplane(&["ingest", "set-org", &org, "--sync-policy", "on"])
+        .await;
+    s.syncplane(&["ingest", "set-global-feature", "off"]).await;
+    assert_eq!(
+        post(token.clone()).await,
+        (403, Value::from("feature_disabled"))
+    );
+    s.syncplane(&["ingest", "set-global-feature", "on"]).await;
+    assert_eq!(post(token.clone()).await.0, 200);
+
+    // Revoked: the same token is refused; revoking twice or an unknown org is an error.
+    let token_id: i64 = sqlx::query_scalar("SELECT id FROM device_tokens")
+        .fetch_one(&s.db.pool)
+        .await
+        .unwrap();
+    let (code, _) = s
+        .syncplane(&["ingest", "revoke-token", &token_id.to_string()])
+        .await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert_eq!(post(token).await.0, 401);
+    let (code, _) = s
+        .syncplane(&["ingest", "revoke-token", &token_id.to_string()])
+        .await;
+    assert_eq!(code, ExitCode::FAILURE);
+    let (code, _) = s
+        .syncplane(&["ingest", "set-org", "999999", "--feature-gate", "off"])
+        .await;
+    assert_eq!(code, ExitCode::FAILURE);
+}
