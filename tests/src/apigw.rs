@@ -1,9 +1,10 @@
 //! Requests as API Gateway (HTTP API, payload v2) hands them to a function: a real event JSON
-//! with a base64 body, deserialized through lambda_http's own request type.
+//! with a base64 body, deserialized through lambda_http's own request type. And the answer read
+//! back: status, headers and the JSON envelope.
 
 use base64::Engine;
-use lambda_http::Request;
 use lambda_http::request::LambdaRequest;
+use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 
 /// An API Gateway v2 request for `method` and `path_and_query`, with `headers` (names lowercased,
@@ -52,4 +53,39 @@ pub fn request(
 pub fn from_event(event: Value) -> Request {
     let lambda: LambdaRequest = serde_json::from_value(event).expect("an API Gateway v2 event");
     lambda.into()
+}
+
+/// A function's answer: status, headers and the JSON envelope body.
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+    pub headers: http::HeaderMap,
+}
+
+impl Reply {
+    /// The failure envelope's `error.code`, when there is one.
+    pub fn code(&self) -> Option<&str> {
+        self.body["error"]["code"].as_str()
+    }
+    /// The success envelope's `data`.
+    pub fn data(&self) -> &Value {
+        &self.body["data"]
+    }
+}
+
+/// Read a response; every answer of the HTTP functions is a JSON envelope.
+pub fn reply(resp: Response<Body>) -> Reply {
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let bytes: &[u8] = match resp.body() {
+        Body::Text(s) => s.as_bytes(),
+        Body::Binary(b) => b,
+        _ => b"",
+    };
+    let body = serde_json::from_slice(bytes).expect("every answer is a JSON envelope");
+    Reply {
+        status,
+        body,
+        headers,
+    }
 }

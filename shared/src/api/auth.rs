@@ -7,18 +7,11 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::error::ApiError;
+use super::http::bearer_token;
 use crate::config::Secret;
 
 pub fn authenticate(headers: &HeaderMap, expected: Option<&Secret>) -> Result<(), ApiError> {
-    let presented = headers
-        .get(http::header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| {
-            let (scheme, token) = v.trim().split_once(' ')?;
-            scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-        })
-        .filter(|t| !t.is_empty())
-        .ok_or(ApiError::Unauthenticated)?;
+    let presented = bearer_token(headers).ok_or(ApiError::Unauthenticated)?;
     let Some(expected) = expected.filter(|s| !s.expose().is_empty()) else {
         tracing::warn!("SYNC_API_TOKEN is not configured: every sync API request is refused");
         return Err(ApiError::Unauthenticated);

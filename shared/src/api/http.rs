@@ -46,3 +46,11 @@ pub fn body_bytes(body: &Body) -> &[u8] {
 pub fn header<'r>(req: &'r Request, name: &str) -> Option<&'r str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
+
+/// The token from `Authorization: Bearer <token>` (scheme case-insensitive; empty is none).
+pub fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
+    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(char::is_whitespace)?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}

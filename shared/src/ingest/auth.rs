@@ -9,6 +9,7 @@ use subtle::ConstantTimeEq;
 
 use super::FEATURE_FLAG;
 use super::error::{IngestError, db_failure};
+use crate::api::http::bearer_token;
 
 /// Who a valid token speaks for, and the org settings ingest decides on.
 #[derive(Debug, Clone)]
@@ -38,14 +39,6 @@ impl Device {
 /// SHA-256 of a token, as stored.
 pub fn token_hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()
-}
-
-/// The token from `Authorization: Bearer <token>` (scheme case-insensitive).
-pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
-    let (scheme, token) = value.trim().split_once(char::is_whitespace)?;
-    let token = token.trim();
-    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// Step 1: 401 unless the header carries a known, unrevoked token.

@@ -14,7 +14,7 @@ use super::{
     MAX_DECODED_BYTES, MAX_SESSIONS_PER_BATCH, MAX_WIRE_BYTES, SCHEMA_VERSION, batch, decode,
     rate_limit, strict_json, upsert,
 };
-use crate::api::http::{respond, route_path};
+use crate::api::http::{body_bytes, respond, route_path};
 use crate::envelope;
 
 pub const HELLO_PATH: &str = "/api/agent-sessions/hello";
@@ -99,22 +99,12 @@ pub fn hello_ack() -> serde_json::Value {
     })
 }
 
-/// The body bytes as the client sent them (lambda_http has already undone API Gateway's base64).
-fn wire_bytes(body: &Body) -> &[u8] {
-    match body {
-        Body::Empty => &[],
-        Body::Text(s) => s.as_bytes(),
-        Body::Binary(b) => b,
-        _ => &[],
-    }
-}
-
 /// POST: the contract's steps 1 to 8, in order.
 async fn sync(state: &IngestState, req: &Request) -> Result<(), IngestError> {
     // 1. Authenticate.
     let device: Device = auth::authenticate(&state.pool, req.headers()).await?;
     // 2. Bound and decode, then check the JSON (duplicate keys refused).
-    let decoded = decode::bound_and_decode(req.headers(), wire_bytes(req.body()))?;
+    let decoded = decode::bound_and_decode(req.headers(), body_bytes(req.body()))?;
     let checked = strict_json::check(&decoded).map_err(|e| {
         tracing::debug!(error = %e, "invalid JSON");
         IngestError::bad_request("invalid JSON")

@@ -333,7 +333,8 @@ async fn write_sessions(
         cache_w.push(int(b, &["usage", "cacheWriteTokens"]));
         cost.push(lookup(b, &["usage", "costUsd"]).and_then(Value::as_f64));
         frustration.push(p.state.frustration.as_ref().map(Value::to_string));
-        payload.push(Value::Object(b.clone()).to_string());
+        // Serialized in place: a map of strings and numbers always serializes.
+        payload.push(serde_json::to_string(b).unwrap_or_default());
         // Only a new row takes this (a stored row's count is not in the update below): it has
         // exactly the events of this batch. Bounded by the decoded cap, far below i32::MAX.
         event_count.push(if p.is_new { p.events.len() as i32 } else { 0 });

@@ -239,13 +239,8 @@ async fn ingest_provisioning_through_the_cli_decides_what_the_ingest_function_ac
                 &[("authorization", &auth)],
                 Some(&serde_json::to_vec(&batch).unwrap()),
             );
-            let resp = shared::ingest::handle(&state, req).await;
-            let body: Value = match resp.body() {
-                lambda_http::Body::Text(t) => serde_json::from_str(t).unwrap(),
-                lambda_http::Body::Binary(b) => serde_json::from_slice(b).unwrap(),
-                _ => Value::Null,
-            };
-            (resp.status().as_u16(), body["error"]["code"].clone())
+            let r = syncplane_tests::apigw::reply(shared::ingest::handle(&state, req).await);
+            (r.status, r.body["error"]["code"].clone())
         }
     };
 

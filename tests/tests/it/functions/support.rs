@@ -4,8 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lambda_http::{Body, Response};
-use serde_json::Value;
 use shared::app::AppState;
 use shared::config::{GithubAppConfig, Secret, SyncConfig, TenantConfig, TenantId};
 use shared::jobs::Tenants;
@@ -79,38 +77,7 @@ pub fn state(w: &World) -> AppState {
     )
 }
 
-pub use syncplane_tests::apigw::{from_event, request as apigw};
-
-pub struct Reply {
-    pub status: u16,
-    pub body: Value,
-    pub headers: http::HeaderMap,
-}
-
-impl Reply {
-    pub fn code(&self) -> Option<&str> {
-        self.body["error"]["code"].as_str()
-    }
-    pub fn data(&self) -> &Value {
-        &self.body["data"]
-    }
-}
-
-pub fn reply(resp: Response<Body>) -> Reply {
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let bytes: &[u8] = match resp.body() {
-        Body::Text(s) => s.as_bytes(),
-        Body::Binary(b) => b,
-        _ => b"",
-    };
-    let body = serde_json::from_slice(bytes).expect("every answer is a JSON envelope");
-    Reply {
-        status,
-        body,
-        headers,
-    }
-}
+pub use syncplane_tests::apigw::{Reply, from_event, reply, request as apigw};
 
 pub async fn count(w: &World, sql: &'static str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(&w.db.pool).await.unwrap()

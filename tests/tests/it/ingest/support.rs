@@ -9,6 +9,7 @@ use lambda_http::Request;
 use serde_json::{Value, json};
 use shared::ingest::provision::{self, NewOrg};
 use shared::ingest::{IngestState, handle};
+pub use syncplane_tests::apigw::{Reply, reply};
 use syncplane_tests::db::TestDb;
 
 pub const TARGET: &str = "laptop-1";
@@ -21,18 +22,6 @@ pub struct Env {
     pub user: i64,
     pub token: String,
     pub token_id: i64,
-}
-
-pub struct Reply {
-    pub status: u16,
-    pub body: Value,
-    pub headers: http::HeaderMap,
-}
-
-impl Reply {
-    pub fn code(&self) -> Option<&str> {
-        self.body["error"]["code"].as_str()
-    }
 }
 
 /// Org with sync policy on, gate on, frustration off; a generous rate limit.
@@ -79,20 +68,7 @@ pub fn apigw(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) ->
 }
 
 pub async fn send(env: &Env, req: Request) -> Reply {
-    let resp = handle(&env.state, req).await;
-    let status = resp.status().as_u16();
-    let headers = resp.headers().clone();
-    let bytes: &[u8] = match resp.body() {
-        lambda_http::Body::Text(s) => s.as_bytes(),
-        lambda_http::Body::Binary(b) => b,
-        _ => b"",
-    };
-    let body = serde_json::from_slice(bytes).expect("every answer is a JSON envelope");
-    Reply {
-        status,
-        body,
-        headers,
-    }
+    reply(handle(&env.state, req).await)
 }
 
 impl Env {
