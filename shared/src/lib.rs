@@ -13,4 +13,6 @@ pub mod scheduler;
 pub mod status;
 pub mod sync;
 pub mod telemetry;
+#[cfg(test)]
+mod testing;
 pub mod webhook;

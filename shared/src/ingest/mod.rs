@@ -18,6 +18,9 @@ pub mod sanitize;
 pub mod strict_json;
 pub mod upsert;
 
+#[cfg(test)]
+mod properties;
+
 pub use error::IngestError;
 pub use handler::{IngestState, handle};
 

@@ -1,5 +1,9 @@
 //! CODEOWNERS in GitHub's syntax: one rule per line, a pattern and then owners. A line GitHub
 //! would reject is a warning and is skipped, never an error for the file.
+//!
+//! Bounds: one linear pass over at most [`super::MAX_INPUT_BYTES`]; rules and warnings are never
+//! more than the file's lines, and a warning quotes at most [`QUOTED_CHARS`] characters of the
+//! token it rejects.
 
 use serde::Serialize;
 
@@ -72,22 +76,41 @@ fn tokens(line: &str) -> Vec<String> {
     tokens
 }
 
+/// Characters of a rejected token a warning repeats.
+pub const QUOTED_CHARS: usize = 100;
+
+/// `token` for a warning, cut at [`QUOTED_CHARS`] characters.
+fn quoted(token: &str) -> String {
+    match token.char_indices().nth(QUOTED_CHARS) {
+        Some((cut, _)) => format!("{:?}...", &token[..cut]),
+        None => format!("{token:?}"),
+    }
+}
+
 /// Gitignore syntax that GitHub does not accept in CODEOWNERS.
 fn pattern_problem(pattern: &str) -> Option<String> {
     if pattern.starts_with('!') {
-        return Some(format!("negated pattern {pattern:?} is not supported"));
+        return Some(format!(
+            "negated pattern {} is not supported",
+            quoted(pattern)
+        ));
     }
     if pattern.contains(['[', ']']) {
-        return Some(format!("character range in {pattern:?} is not supported"));
+        return Some(format!(
+            "character range in {} is not supported",
+            quoted(pattern)
+        ));
     }
     None
 }
 
 fn owners_problem(owners: &[String]) -> Option<String> {
-    owners
-        .iter()
-        .find(|owner| !is_owner(owner))
-        .map(|owner| format!("invalid owner {owner:?}: expected @user, @org/team or an email"))
+    owners.iter().find(|owner| !is_owner(owner)).map(|owner| {
+        format!(
+            "invalid owner {}: expected @user, @org/team or an email",
+            quoted(owner)
+        )
+    })
 }
 
 fn is_owner(owner: &str) -> bool {

@@ -1,8 +1,34 @@
-//! Frontmatter: a YAML block between leading `---` lines, turned into a JSON object. Bad YAML is a
-//! warning and an empty object, never an error.
+//! Frontmatter: a YAML block between leading `---` lines, turned into a JSON object (spec, one
+//! repository: "Parse frontmatter, title and headings"). Bad YAML is a warning and an empty object, never an
+//! error, and so is frontmatter past its limits: a document always syncs.
+//!
+//! Limits (frontmatter is written by anyone who can change a synced repository):
+//! - [`MAX_FRONTMATTER_VALUES`] values after alias expansion. An anchor of n values aliased n
+//!   times is n² values from a file of a few n bytes (10 KB made 20 MB of JSON and 451 MiB of
+//!   memory). Aliases stay allowed, because real frontmatter uses them for shared blocks, and the
+//!   budget is counted while the YAML is converted ([`super::yaml`]): the expansion stops at the
+//!   budget instead of being built and measured afterwards.
+//! - [`MAX_FRONTMATTER_JSON_BYTES`] of JSON stored per document, counted in the same pass and
+//!   measured exactly at the end.
+//! - [`MAX_FLOW_DEPTH`] levels of `[`/`{`, checked before parsing (block nesting meets the YAML
+//!   parser's own recursion limit of 128).
+//!
+//! Time and memory are then linear in the block's size (at most the file cap, 256 KiB) plus the
+//! budget.
 
 use serde_json::{Map, Value as Json};
-use serde_yaml_ng::Value as Yaml;
+
+use super::yaml::{self, YamlError};
+
+/// Values one frontmatter block may expand to, aliases included. Real frontmatter holds tens.
+pub const MAX_FRONTMATTER_VALUES: usize = 10_000;
+/// Bytes of JSON one document's stored frontmatter may take.
+pub const MAX_FRONTMATTER_JSON_BYTES: usize = 64 * 1024;
+
+const LIMITS: yaml::Limits = yaml::Limits {
+    values: MAX_FRONTMATTER_VALUES,
+    json_bytes: MAX_FRONTMATTER_JSON_BYTES,
+};
 
 /// A document split into its frontmatter and the markdown that follows.
 #[derive(Debug, PartialEq)]
@@ -89,84 +115,49 @@ fn yaml_to_object(yaml: &str, warnings: &mut Vec<String>) -> Map<String, Json> {
         warnings.push("invalid frontmatter: nested too deeply".to_owned());
         return Map::new();
     }
-    let mut value: Yaml = match serde_yaml_ng::from_str(yaml) {
-        Ok(value) => value,
+    let converted = match yaml::to_json(yaml, LIMITS) {
+        Ok(converted) => converted,
         Err(error) => {
-            warnings.push(format!("invalid frontmatter: {error}"));
+            warnings.push(refusal_warning(error));
             return Map::new();
         }
     };
-    if value.apply_merge().is_err() {
-        warnings.push("invalid frontmatter: bad merge key (<<)".to_owned());
-        return Map::new();
-    }
-    let mut had_nul = false;
-    let object = match to_json(value, &mut had_nul) {
+    let object = match converted.value {
         Json::Object(object) => object,
         Json::Null => Map::new(),
         _ => {
             warnings.push("invalid frontmatter: not a mapping of keys to values".to_owned());
-            Map::new()
+            return Map::new();
         }
     };
-    if had_nul {
+    // The budget counted a lower bound; escapes can add to it, so the stored size is measured.
+    if json_len(&object) > MAX_FRONTMATTER_JSON_BYTES {
+        warnings.push(refusal_warning(YamlError::TooLarge));
+        return Map::new();
+    }
+    if converted.had_nul {
         // Postgres jsonb cannot store \u0000, which YAML escapes like "\0" can produce.
         warnings.push("frontmatter: NUL characters removed".to_owned());
     }
     object
 }
 
-/// YAML to JSON. Depth is bounded by serde_yaml_ng's recursion limit, so recursion is safe. Dates
-/// stay strings (YAML has no date type here), keys that are not strings are written out, tags are
-/// dropped, and floats JSON cannot hold (NaN, infinities) become strings.
-fn to_json(value: Yaml, had_nul: &mut bool) -> Json {
-    match value {
-        Yaml::Null => Json::Null,
-        Yaml::Bool(b) => Json::Bool(b),
-        Yaml::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Json::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Json::from(u)
-            } else {
-                let f = n.as_f64().unwrap_or(f64::NAN);
-                serde_json::Number::from_f64(f)
-                    .map_or_else(|| Json::String(n.to_string()), Json::Number)
-            }
-        }
-        Yaml::String(s) => Json::String(without_nul(s, had_nul)),
-        Yaml::Sequence(items) => {
-            Json::Array(items.into_iter().map(|v| to_json(v, had_nul)).collect())
-        }
-        Yaml::Mapping(mapping) => {
-            let mut object = Map::new();
-            for (key, value) in mapping {
-                let key = key_string(key, had_nul);
-                object.insert(key, to_json(value, had_nul));
-            }
-            Json::Object(object)
-        }
-        Yaml::Tagged(tagged) => to_json(tagged.value, had_nul),
+fn refusal_warning(error: YamlError) -> String {
+    match error {
+        YamlError::Invalid(message) => format!("invalid frontmatter: {message}"),
+        YamlError::TooManyValues => format!(
+            "frontmatter not stored: it expands to more than {MAX_FRONTMATTER_VALUES} values (YAML aliases?)"
+        ),
+        YamlError::TooLarge => format!(
+            "frontmatter not stored: larger than {} KiB as JSON",
+            MAX_FRONTMATTER_JSON_BYTES / 1024
+        ),
     }
 }
 
-fn key_string(key: Yaml, had_nul: &mut bool) -> String {
-    match key {
-        Yaml::String(s) => without_nul(s, had_nul),
-        Yaml::Null => "null".to_owned(),
-        Yaml::Bool(b) => b.to_string(),
-        Yaml::Number(n) => n.to_string(),
-        other => to_json(other, had_nul).to_string(),
-    }
-}
-
-fn without_nul(s: String, had_nul: &mut bool) -> String {
-    if s.contains('\0') {
-        *had_nul = true;
-        s.replace('\0', "")
-    } else {
-        s
-    }
+/// Length of the JSON text the object is stored as.
+fn json_len(object: &Map<String, Json>) -> usize {
+    serde_json::to_vec(object).map_or(usize::MAX, |json| json.len())
 }
 
 #[cfg(test)]

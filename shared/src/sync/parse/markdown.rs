@@ -1,9 +1,17 @@
 //! Markdown through comrak: headings with GitHub-style anchors, the first H1, and the plain text
 //! kept for search. The walk is iterative, so nesting depth in a document cannot overflow the
 //! stack here.
+//!
+//! Limits: comrak is linear on most input, but some shapes make many nodes from few bytes (a
+//! table header of many columns followed by many one-cell lines is padded to a full row per line;
+//! comrak's own cap on such cells is 500,000, about 100 MiB of nodes). A parse that passes
+//! [`MAX_MARKDOWN_NODES`] nodes or [`MAX_MARKDOWN_STEPS`] parser steps is cancelled and the
+//! document keeps its raw text as search text, without headings, and a warning.
+
+use std::cell::Cell;
 
 use comrak::arena_tree::NodeEdge;
-use comrak::nodes::NodeValue;
+use comrak::nodes::{AstNode, NodeValue};
 use comrak::{Anchorizer, Arena, Options};
 
 use super::Heading;
@@ -16,7 +24,18 @@ pub struct Markdown {
     pub headings: Vec<Heading>,
     pub body: String,
     pub body_truncated: bool,
+    /// Set when the parse passed its limits and the raw text stands in.
+    pub unread: Option<String>,
 }
+
+/// Nodes comrak may build for one document (a node is about 200 bytes: this bounds the tree to
+/// about 40 MiB). A 256 KiB file of ordinary markdown makes tens of thousands.
+pub const MAX_MARKDOWN_NODES: usize = 200_000;
+/// Parser steps for one document (comrak counts a line, an inline or a node as a step): bounds
+/// the parse's time.
+pub const MAX_MARKDOWN_STEPS: usize = 2_000_000;
+/// comrak asks whether to stop once every this many steps.
+const STEPS_PER_QUESTION: usize = 256;
 
 /// GitHub-flavoured options: tables, strikethrough, autolinks, task lists and footnotes, so their
 /// text lands in the right place instead of as raw syntax.
@@ -32,7 +51,34 @@ fn options() -> Options<'static> {
 
 pub fn read(markdown: &str, body_cap: usize) -> Markdown {
     let arena = Arena::new();
-    let root = comrak::parse_document(&arena, markdown, &options());
+    let questions = Cell::new(0usize);
+    let over_limits = || {
+        questions.set(questions.get() + 1);
+        arena.len() > MAX_MARKDOWN_NODES
+            || questions.get().saturating_mul(STEPS_PER_QUESTION) > MAX_MARKDOWN_STEPS
+    };
+    match comrak::try_parse_document(&arena, markdown, &options(), &over_limits) {
+        Ok(root) => walk(root, body_cap),
+        Err(_cancelled) => raw_text(markdown, body_cap),
+    }
+}
+
+/// A document past the parser's limits: its raw text, collapsed, is the search text.
+fn raw_text(markdown: &str, body_cap: usize) -> Markdown {
+    let mut body = SearchText::new(body_cap);
+    body.push(markdown);
+    Markdown {
+        first_h1: None,
+        headings: Vec::new(),
+        body_truncated: body.truncated(),
+        body: body.finish(),
+        unread: Some(format!(
+            "markdown not read: more than {MAX_MARKDOWN_NODES} nodes or {MAX_MARKDOWN_STEPS} parser steps; raw text kept for search"
+        )),
+    }
+}
+
+fn walk<'a>(root: &'a AstNode<'a>, body_cap: usize) -> Markdown {
     let mut body = SearchText::new(body_cap);
     let mut headings = Vec::new();
     let mut first_h1 = None;
@@ -94,6 +140,7 @@ pub fn read(markdown: &str, body_cap: usize) -> Markdown {
         headings,
         body_truncated: body.truncated(),
         body: body.finish(),
+        unread: None,
     }
 }
 

@@ -1,18 +1,27 @@
 //! Parse: fetched bytes into what the sync engine stores. A document always parses (bad
 //! frontmatter or MDX that is not plain markdown become warnings); only bytes Postgres would refuse
-//! (a NUL, invalid UTF-8) are refused, and the engine turns that into a warning for that document.
-//! Pure code: no database, no network, and no panic on any input.
+//! (a NUL, invalid UTF-8) and files past the file cap are refused, and the engine turns that into
+//! a warning for that document. Pure code: no database, no network, and no panic on any input.
+//!
+//! Every parser here is fed by anyone who can change a synced repository, so each has named
+//! bounds on time and memory (README "Limits"): the input is at most [`MAX_INPUT_BYTES`];
+//! frontmatter within [`MAX_FRONTMATTER_VALUES`] and [`MAX_FRONTMATTER_JSON_BYTES`] (see
+//! `frontmatter`); markdown within [`MAX_MARKDOWN_NODES`] and [`MAX_MARKDOWN_STEPS`] (see
+//! `markdown`); the MDX rewrite and CODEOWNERS are single linear passes over the input.
 
 mod codeowners;
 mod frontmatter;
 mod markdown;
 mod mdx;
 mod text;
+mod yaml;
 
 use serde::Serialize;
 
 pub use codeowners::{CodeOwnersRule, CodeOwnersWarning, parse_codeowners};
-pub use text::BODY_TEXT_CAP_BYTES;
+pub use frontmatter::{MAX_FRONTMATTER_JSON_BYTES, MAX_FRONTMATTER_VALUES};
+pub use markdown::{MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
+pub use text::{BODY_TEXT_CAP_BYTES, MAX_INPUT_BYTES};
 
 /// A parsed markdown or MDX document.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,6 +54,8 @@ pub enum ParseRefusal {
     NulByte,
     #[error("file is not valid UTF-8")]
     InvalidUtf8,
+    #[error("file is larger than 256 KiB")]
+    TooLarge,
 }
 
 /// Parses a markdown (`.md`, README) or MDX (`.mdx`) document. `path` picks the dialect and the
@@ -62,6 +73,7 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<ParsedDocument, ParseR
         split.markdown
     };
     let read = markdown::read(markdown, BODY_TEXT_CAP_BYTES);
+    warnings.extend(read.unread);
     if read.body_truncated {
         warnings.push(format!(
             "search text truncated to {} KiB",
@@ -102,5 +114,7 @@ fn file_stem(path: &str) -> &str {
     }
 }
 
+#[cfg(test)]
+mod properties;
 #[cfg(test)]
 mod tests;

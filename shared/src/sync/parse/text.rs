@@ -7,11 +7,19 @@ use super::ParseRefusal;
 /// bites on unusual inputs; it keeps one document's tsvector far below Postgres's 1 MB limit.
 pub const BODY_TEXT_CAP_BYTES: usize = 256 * 1024;
 
+/// Bytes one file may have: the engine's file cap (`limits.maxFileBytes`, at most 256 KiB), checked
+/// here too so every parser's bounds hold whoever calls it.
+pub const MAX_INPUT_BYTES: usize = crate::config::MAX_FILE_BYTES_CAP as usize;
+
 const UTF8_BOM: &str = "\u{feff}";
 
-/// Bytes to text, or the reason Postgres would refuse the file: a NUL byte (text columns cannot
-/// hold one) or invalid UTF-8. A leading byte order mark is dropped.
+/// Bytes to text, or the reason the file is refused: larger than [`MAX_INPUT_BYTES`], or bytes
+/// Postgres would refuse: a NUL byte (text columns cannot hold one) or invalid UTF-8. A leading
+/// byte order mark is dropped.
 pub fn decode(bytes: &[u8]) -> Result<&str, ParseRefusal> {
+    if bytes.len() > MAX_INPUT_BYTES {
+        return Err(ParseRefusal::TooLarge);
+    }
     if bytes.contains(&0) {
         return Err(ParseRefusal::NulByte);
     }
