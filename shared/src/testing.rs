@@ -4,7 +4,7 @@ use proptest::strategy::Strategy;
 use proptest::test_runner::{Config, RngAlgorithm, TestCaseError, TestRng, TestRunner};
 
 /// Cases per property in the normal test run; `PROPTEST_CASES` raises it (scripts/fuzz.sh).
-const DEFAULT_CASES: u32 = 24;
+const DEFAULT_CASES: u32 = 10;
 /// The fixed seed: every run of the suite tries the same cases (`PROPTEST_RNG_SEED`, a number,
 /// picks another for a longer exploration).
 const SEED: [u8; 32] = *b"syncplane hostile input, seed 1.";

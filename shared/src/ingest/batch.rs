@@ -252,7 +252,7 @@ struct RawSession<'a> {
     repository: Option<Value>,
     usage: Option<Value>,
     #[serde(borrow)]
-    events: Option<Items<RawEvent<'a>>>,
+    events: Option<Events<'a>>,
     token_events: Option<Value>,
     artifact_refs: Option<Value>,
     frustration: Option<Value>,
@@ -484,6 +484,80 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Item<T> {
     }
 }
 
+/// An event's checks; `at` only names it in an error.
+fn event(e: &RawEvent<'_>, at: &Path<'_>) -> Result<Event, IngestError> {
+    Ok(Event {
+        seq: at.field("seq", &e.seq).req_int()?,
+        ts: at.field("ts", &e.ts).req_instant()?,
+        kind: at.field("kind", &e.kind).req_str(1, 64)?,
+        tool_name: at.field("toolName", &e.tool_name).opt_str()?,
+        duration_ms: at.field("durationMs", &e.duration_ms).opt_int()?,
+        input_tokens: at.field("inputTokens", &e.input_tokens).opt_int()?,
+        output_tokens: at.field("outputTokens", &e.output_tokens).opt_int()?,
+        is_error: at.field("isError", &e.is_error).opt_bool()?,
+    })
+}
+
+/// The 400 for the first event that failed its checks, now named by its full path.
+fn bad_event(item: Item<RawEvent<'_>>, at: &Path<'_>) -> IngestError {
+    match item {
+        Item::Object(e) => event(&e, at)
+            .err()
+            .unwrap_or_else(|| IngestError::bad_request(format!("{at}: invalid event"))),
+        Item::NotObject => IngestError::bad_request(format!("{at}: must be an object")),
+    }
+}
+
+/// A session's `events`, checked as they are read: the batch holds checked [`Event`]s only,
+/// never a raw event per item (a raw event is about 200 bytes; 4 MiB of `{},` would be a million
+/// of them). The first item that fails is kept as sent, and its 400 is built in the session's
+/// order of checks, as if the array had been read whole; the items after it are skipped unread.
+enum Events<'a> {
+    List {
+        events: Vec<Event>,
+        first_bad: Option<(usize, Item<RawEvent<'a>>)>,
+    },
+    NotArray,
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Events<'a> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<'a>(PhantomData<&'a ()>);
+        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
+            type Value = Events<'a>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Events<'a>, A::Error> {
+                let unnamed = Path::Text(String::new());
+                let mut events = Vec::new();
+                let mut first_bad = None;
+                while first_bad.is_none() {
+                    let Some(item) = seq.next_element::<Item<RawEvent<'a>>>()? else {
+                        break;
+                    };
+                    let checked = match &item {
+                        Item::Object(e) => event(e, &unnamed).ok(),
+                        Item::NotObject => None,
+                    };
+                    match checked {
+                        Some(event) => events.push(event),
+                        None => first_bad = Some((events.len(), item)),
+                    }
+                }
+                while seq.next_element::<IgnoredAny>()?.is_some() {}
+                Ok(Events::List { events, first_bad })
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Events<'a>, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Events::NotArray)
+            }
+            scalars_are!(Events::NotArray);
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
 fn parse_session(raw: RawSession, at: &Path<'_>) -> Result<Session, IngestError> {
     let chunk = match at.field("chunk", &raw.chunk).opt_obj()? {
         None => Chunk { index: 0, total: 1 },
@@ -522,28 +596,17 @@ fn parse_session(raw: RawSession, at: &Path<'_>) -> Result<Session, IngestError>
     };
     let events = match raw.events {
         None => None,
-        Some(Items::NotArray) => return Err(at.field("events", &NONE).err("must be an array")),
-        Some(Items::List(items)) => {
-            let array = format!("{at}.events");
-            let mut events = Vec::with_capacity(items.len());
-            for (index, item) in items.into_iter().enumerate() {
-                let at = Path::Item {
-                    array: &array,
-                    index,
-                };
-                let Item::Object(e) = item else {
-                    return Err(IngestError::bad_request(format!("{at}: must be an object")));
-                };
-                events.push(Event {
-                    seq: at.field("seq", &e.seq).req_int()?,
-                    ts: at.field("ts", &e.ts).req_instant()?,
-                    kind: at.field("kind", &e.kind).req_str(1, 64)?,
-                    tool_name: at.field("toolName", &e.tool_name).opt_str()?,
-                    duration_ms: at.field("durationMs", &e.duration_ms).opt_int()?,
-                    input_tokens: at.field("inputTokens", &e.input_tokens).opt_int()?,
-                    output_tokens: at.field("outputTokens", &e.output_tokens).opt_int()?,
-                    is_error: at.field("isError", &e.is_error).opt_bool()?,
-                });
+        Some(Events::NotArray) => return Err(at.field("events", &NONE).err("must be an array")),
+        Some(Events::List { events, first_bad }) => {
+            if let Some((index, item)) = first_bad {
+                let array = format!("{at}.events");
+                return Err(bad_event(
+                    item,
+                    &Path::Item {
+                        array: &array,
+                        index,
+                    },
+                ));
             }
             Some(events)
         }

@@ -73,7 +73,7 @@ fn properties_deep_nesting_is_a_400_past_the_recursion_limit_never_a_crash() {
 
 #[test]
 fn properties_many_keys_are_checked_in_linear_time_and_a_repeat_is_refused() {
-    check_property((1usize..50_000, any::<bool>()), |(keys, repeat)| {
+    check_property((1usize..20_000, any::<bool>()), |(keys, repeat)| {
         let mut body = String::from("{\"computeTargetId\":\"t\"");
         for i in 0..keys {
             body.push_str(&format!(",\"k{i}\":{i}"));

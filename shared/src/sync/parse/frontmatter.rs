@@ -1,6 +1,6 @@
 //! Frontmatter: a YAML block between leading `---` lines, turned into a JSON object (spec, one
-//! repository: "Parse frontmatter, title and headings"). Bad YAML is a warning and an empty object, never an
-//! error, and so is frontmatter past its limits: a document always syncs.
+//! repository: "Parse frontmatter, title and headings"). Bad YAML is a warning and an empty
+//! object, never an error, and so is frontmatter past its limits: a document always syncs.
 //!
 //! Limits (frontmatter is written by anyone who can change a synced repository):
 //! - [`MAX_FRONTMATTER_VALUES`] values after alias expansion. An anchor of n values aliased n

@@ -370,7 +370,7 @@ fn properties_codeowners_gives_at_most_one_rule_or_warning_per_line_and_short_wa
         prop_assert!(rules.len() + warnings.len() <= lines);
         prop_assert!(rules.windows(2).all(|pair| pair[0].line < pair[1].line));
         for warning in &warnings {
-            // The fixed text plus at most QUOTED_CHARS characters, each escaped to at most 10 bytes.
+            // Fixed text plus at most QUOTED_CHARS characters, each escaped to at most 10 bytes.
             prop_assert!(
                 warning.reason.len() <= 80 + 10 * QUOTED_CHARS,
                 "{}",
