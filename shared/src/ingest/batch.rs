@@ -13,7 +13,6 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use serde_json::{Map, Value};
 
 use super::error::IngestError;
 use super::{MAX_SESSIONS_PER_BATCH, SCHEMA_VERSION};
@@ -129,8 +128,11 @@ pub struct Frustration {
 /// be one JSON document without duplicate keys ([`super::strict_json::check`]).
 ///
 /// The bytes are read straight into field-by-field mirrors of the contract's tables (every field
-/// an optional JSON value, unknown fields skipped unread), then each field is checked by type and
-/// bound. Events, by far the most numerous objects, never become a JSON tree.
+/// an optional [`Scalar`] or a mirror of its nested object, unknown fields skipped unread), then
+/// each field is checked by type and bound. Nothing becomes a JSON tree, and arrays of objects
+/// are checked item by item as they are read ([`Checked`]): what the parse holds is the checked
+/// batch and the bytes it borrows from, whatever the body (issue 12: 4 MiB of `0,` in one JSON
+/// tree would be two million 32-byte values).
 pub fn parse(bytes: &[u8]) -> Result<Batch, IngestError> {
     let raw: Item<RawEnvelope> = serde_json::from_slice(bytes).map_err(|e| {
         // Unreachable after step 2's check; kept as a 400 rather than trusted.
@@ -143,12 +145,11 @@ pub fn parse(bytes: &[u8]) -> Result<Batch, IngestError> {
     let root = Path::Text(String::new());
 
     match &raw.schema_version {
-        Some(Value::Number(n))
-            if n.as_u64() == Some(SCHEMA_VERSION) || n.as_f64() == Some(SCHEMA_VERSION as f64) => {}
+        Some(n) if n.as_f64() == Some(SCHEMA_VERSION as f64) => {}
         v => return Err(root.field("schemaVersion", v).err("must be the number 2")),
     }
     let batch_id = root.field("batchId", &raw.batch_id).req_str(1, 128)?;
-    let mode = match raw.mode.as_ref().and_then(Value::as_str) {
+    let mode = match raw.mode.as_ref().and_then(Json::as_str) {
         Some("backfill") => Mode::Backfill,
         Some("incremental") => Mode::Incremental,
         _ => {
@@ -160,7 +161,7 @@ pub fn parse(bytes: &[u8]) -> Result<Batch, IngestError> {
     let compute_target_id = root
         .field("computeTargetId", &raw.compute_target_id)
         .req_str(1, 128)?;
-    if raw.encoding.as_ref().is_some_and(|v| !v.is_string()) {
+    if raw.encoding.as_ref().is_some_and(|v| v.as_str().is_none()) {
         return Err(root
             .field("encoding", &raw.encoding)
             .err("must be a string"));
@@ -219,18 +220,24 @@ pub fn parse(bytes: &[u8]) -> Result<Batch, IngestError> {
 }
 
 /// No value, for errors about a field as a whole.
-const NONE: Option<Value> = None;
+const NONE: Option<Scalar<'static>> = None;
 
 /// The envelope as sent: each field any JSON value (null counts as omitted), unknown ones skipped.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RawEnvelope<'a> {
-    schema_version: Option<Value>,
-    batch_id: Option<Value>,
-    mode: Option<Value>,
-    compute_target_id: Option<Value>,
-    encoding: Option<Value>,
-    session_count: Option<Value>,
+    #[serde(borrow)]
+    schema_version: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    batch_id: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    mode: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    compute_target_id: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    encoding: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    session_count: Option<Scalar<'a>>,
     #[serde(borrow)]
     sessions: Option<Items<Box<RawSession<'a>>>>,
 }
@@ -239,23 +246,93 @@ struct RawEnvelope<'a> {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct RawSession<'a> {
-    session_id: Option<Value>,
-    updated_at: Option<Value>,
-    data_revision: Option<Value>,
-    chunk: Option<Value>,
-    agent: Option<Value>,
-    model: Option<Value>,
-    title: Option<Value>,
-    status: Option<Value>,
-    started_at: Option<Value>,
-    ended_at: Option<Value>,
-    repository: Option<Value>,
-    usage: Option<Value>,
     #[serde(borrow)]
-    events: Option<Events<'a>>,
-    token_events: Option<Value>,
-    artifact_refs: Option<Value>,
-    frustration: Option<Value>,
+    session_id: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    updated_at: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    data_revision: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    chunk: Option<Item<RawChunk<'a>>>,
+    #[serde(borrow)]
+    agent: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    model: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    title: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    status: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    started_at: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    ended_at: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    repository: Option<Item<RawRepository<'a>>>,
+    #[serde(borrow)]
+    usage: Option<Item<RawUsage<'a>>>,
+    #[serde(borrow)]
+    events: Option<Checked<RawEvent<'a>>>,
+    #[serde(borrow)]
+    token_events: Option<Checked<RawTokenEvent<'a>>>,
+    #[serde(borrow)]
+    artifact_refs: Option<Checked<RawArtifactRef<'a>>>,
+    #[serde(borrow)]
+    frustration: Option<Item<RawFrustration<'a>>>,
+}
+
+/// The nested objects as sent: their fields only, unknown keys skipped unread.
+#[derive(Deserialize)]
+struct RawChunk<'a> {
+    #[serde(borrow)]
+    index: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    total: Option<Scalar<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawRepository<'a> {
+    #[serde(borrow)]
+    remote_url: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    branch: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    commit_sha: Option<Scalar<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawUsage<'a> {
+    #[serde(borrow)]
+    input_tokens: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    output_tokens: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    cache_read_tokens: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    cache_write_tokens: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    cost_usd: Option<Scalar<'a>>,
+}
+
+#[derive(Deserialize)]
+struct RawFrustration<'a> {
+    #[serde(borrow)]
+    score: Option<Scalar<'a>>,
+    signals: Option<Signals>,
+}
+
+/// A nested object field and the path its own fields are named under; a value that is not an
+/// object is a 400.
+fn object<T>(
+    field: &Field<'_, '_, Scalar<'_>>,
+    value: Option<Item<T>>,
+) -> Result<Option<(T, Path<'static>)>, IngestError> {
+    match value {
+        None => Ok(None),
+        Some(Item::Object(t)) => Ok(Some((t, Path::Text(field.name())))),
+        Some(Item::NotObject) => Err(field.err("must be an object")),
+    }
 }
 
 /// An event as sent. The retired `summary` and `data` have no place here: never read. Events
@@ -279,6 +356,27 @@ struct RawEvent<'a> {
     output_tokens: Option<Scalar<'a>>,
     #[serde(borrow)]
     is_error: Option<Scalar<'a>>,
+}
+
+/// A token event as sent.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawTokenEvent<'a> {
+    #[serde(borrow)]
+    ts: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    input_tokens: Option<Scalar<'a>>,
+    #[serde(borrow)]
+    output_tokens: Option<Scalar<'a>>,
+}
+
+/// An artifact reference as sent.
+#[derive(Deserialize)]
+struct RawArtifactRef<'a> {
+    #[serde(borrow)]
+    kind: Option<Scalar<'a>>,
+    #[serde(borrow, rename = "ref")]
+    reference: Option<Scalar<'a>>,
 }
 
 /// One field as sent, without building a JSON value: a string borrowed from the body when it has
@@ -339,7 +437,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Scalar<'a> {
     }
 }
 
-/// What the field checks read of a JSON value, whether a built `Value` or a [`Scalar`].
+/// What the field checks read of a JSON value as sent ([`Scalar`]).
 trait Json {
     fn is_null(&self) -> bool;
     fn as_str(&self) -> Option<&str>;
@@ -347,24 +445,6 @@ trait Json {
     fn as_f64(&self) -> Option<f64>;
     /// A whole number from 0 to 2^53 - 1 (`5.0` is the number 5).
     fn whole(&self) -> Option<u64>;
-}
-
-impl Json for Value {
-    fn is_null(&self) -> bool {
-        Value::is_null(self)
-    }
-    fn as_str(&self) -> Option<&str> {
-        Value::as_str(self)
-    }
-    fn as_bool(&self) -> Option<bool> {
-        Value::as_bool(self)
-    }
-    fn as_f64(&self) -> Option<f64> {
-        Value::as_f64(self)
-    }
-    fn whole(&self) -> Option<u64> {
-        whole_number(self)
-    }
 }
 
 impl Json for Scalar<'_> {
@@ -484,86 +564,171 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Item<T> {
     }
 }
 
-/// An event's checks; `at` only names it in an error.
-fn event(e: &RawEvent<'_>, at: &Path<'_>) -> Result<Event, IngestError> {
-    Ok(Event {
-        seq: at.field("seq", &e.seq).req_int()?,
-        ts: at.field("ts", &e.ts).req_instant()?,
-        kind: at.field("kind", &e.kind).req_str(1, 64)?,
-        tool_name: at.field("toolName", &e.tool_name).opt_str()?,
-        duration_ms: at.field("durationMs", &e.duration_ms).opt_int()?,
-        input_tokens: at.field("inputTokens", &e.input_tokens).opt_int()?,
-        output_tokens: at.field("outputTokens", &e.output_tokens).opt_int()?,
-        is_error: at.field("isError", &e.is_error).opt_bool()?,
-    })
+/// `frustration.signals` as sent: the strings while every item is a storable string; after the
+/// first that is not, the rest is skipped unread.
+enum Signals {
+    Strings(Vec<String>),
+    Invalid,
+    NotArray,
 }
 
-/// The 400 for the first event that failed its checks, now named by its full path.
-fn bad_event(item: Item<RawEvent<'_>>, at: &Path<'_>) -> IngestError {
-    match item {
-        Item::Object(e) => event(&e, at)
-            .err()
-            .unwrap_or_else(|| IngestError::bad_request(format!("{at}: invalid event"))),
-        Item::NotObject => IngestError::bad_request(format!("{at}: must be an object")),
+impl<'de> Deserialize<'de> for Signals {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Signals;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Signals, A::Error> {
+                let mut strings = Vec::new();
+                while let Some(item) = seq.next_element::<Scalar<'_>>()? {
+                    match item.as_str().filter(|s| storable(s).is_ok()) {
+                        Some(s) => strings.push(s.to_owned()),
+                        None => {
+                            while seq.next_element::<IgnoredAny>()?.is_some() {}
+                            return Ok(Signals::Invalid);
+                        }
+                    }
+                }
+                Ok(Signals::Strings(strings))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Signals, A::Error> {
+                while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+                Ok(Signals::NotArray)
+            }
+            scalars_are!(Signals::NotArray);
+        }
+        d.deserialize_any(V)
     }
 }
 
-/// A session's `events`, checked as they are read: the batch holds checked [`Event`]s only,
-/// never a raw event per item (a raw event is about 200 bytes; 4 MiB of `{},` would be a million
-/// of them). The first item that fails is kept as sent, and its 400 is built in the session's
-/// order of checks, as if the array had been read whole; the items after it are skipped unread.
-enum Events<'a> {
+/// An item of an array of objects that is checked as it is read (see [`Checked`]).
+trait CheckItem: Sized {
+    type Checked;
+    /// The item's checks; `at` only names it in an error.
+    fn check(&self, at: &Path<'_>) -> Result<Self::Checked, IngestError>;
+}
+
+impl CheckItem for RawEvent<'_> {
+    type Checked = Event;
+    fn check(&self, at: &Path<'_>) -> Result<Event, IngestError> {
+        Ok(Event {
+            seq: at.field("seq", &self.seq).req_int()?,
+            ts: at.field("ts", &self.ts).req_instant()?,
+            kind: at.field("kind", &self.kind).req_str(1, 64)?,
+            tool_name: at.field("toolName", &self.tool_name).opt_str()?,
+            duration_ms: at.field("durationMs", &self.duration_ms).opt_int()?,
+            input_tokens: at.field("inputTokens", &self.input_tokens).opt_int()?,
+            output_tokens: at.field("outputTokens", &self.output_tokens).opt_int()?,
+            is_error: at.field("isError", &self.is_error).opt_bool()?,
+        })
+    }
+}
+
+impl CheckItem for RawTokenEvent<'_> {
+    type Checked = TokenEvent;
+    fn check(&self, at: &Path<'_>) -> Result<TokenEvent, IngestError> {
+        Ok(TokenEvent {
+            ts: at.field("ts", &self.ts).req_time()?,
+            input_tokens: at.field("inputTokens", &self.input_tokens).req_int()?,
+            output_tokens: at.field("outputTokens", &self.output_tokens).req_int()?,
+        })
+    }
+}
+
+impl CheckItem for RawArtifactRef<'_> {
+    type Checked = ArtifactRef;
+    fn check(&self, at: &Path<'_>) -> Result<ArtifactRef, IngestError> {
+        Ok(ArtifactRef {
+            kind: at.field("kind", &self.kind).req_str(0, usize::MAX)?,
+            reference: at.field("ref", &self.reference).req_str(0, usize::MAX)?,
+        })
+    }
+}
+
+/// An array of objects (`events`, `tokenEvents`, `artifactRefs`) checked as it is read: the batch
+/// holds checked items only, never a raw one per item (a raw event is about 200 bytes, a JSON
+/// object several hundred; 4 MiB of `{},` is a million items). The first item that fails is kept
+/// as sent and its 400 is built in the session's order of checks, as if the array had been read
+/// whole; the items after it are skipped unread.
+enum Checked<R: CheckItem> {
     List {
-        events: Vec<Event>,
-        first_bad: Option<(usize, Item<RawEvent<'a>>)>,
+        items: Vec<R::Checked>,
+        first_bad: Option<(usize, Item<R>)>,
     },
     NotArray,
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Events<'a> {
+impl<R: CheckItem> Checked<R> {
+    /// The checked items, or the 400 for the array or its first bad item, named by `field`.
+    fn into_items<J: Json>(self, field: &Field<'_, '_, J>) -> Result<Vec<R::Checked>, IngestError> {
+        let (items, first_bad) = match self {
+            Checked::NotArray => return Err(field.err("must be an array")),
+            Checked::List { items, first_bad } => (items, first_bad),
+        };
+        let Some((index, item)) = first_bad else {
+            return Ok(items);
+        };
+        let array = field.name();
+        let at = Path::Item {
+            array: &array,
+            index,
+        };
+        Err(match item {
+            Item::Object(raw) => raw
+                .check(&at)
+                .err()
+                .unwrap_or_else(|| IngestError::bad_request(format!("{at}: invalid"))),
+            Item::NotObject => IngestError::bad_request(format!("{at}: must be an object")),
+        })
+    }
+}
+
+impl<'de, R: CheckItem + Deserialize<'de>> Deserialize<'de> for Checked<R> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V<'a>(PhantomData<&'a ()>);
-        impl<'de: 'a, 'a> Visitor<'de> for V<'a> {
-            type Value = Events<'a>;
+        struct V<R>(PhantomData<R>);
+        impl<'de, R: CheckItem + Deserialize<'de>> Visitor<'de> for V<R> {
+            type Value = Checked<R>;
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Events<'a>, A::Error> {
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Checked<R>, A::Error> {
                 let unnamed = Path::Text(String::new());
-                let mut events = Vec::new();
+                let mut items = Vec::new();
                 let mut first_bad = None;
                 while first_bad.is_none() {
-                    let Some(item) = seq.next_element::<Item<RawEvent<'a>>>()? else {
+                    let Some(item) = seq.next_element::<Item<R>>()? else {
                         break;
                     };
                     let checked = match &item {
-                        Item::Object(e) => event(e, &unnamed).ok(),
+                        Item::Object(raw) => raw.check(&unnamed).ok(),
                         Item::NotObject => None,
                     };
                     match checked {
-                        Some(event) => events.push(event),
-                        None => first_bad = Some((events.len(), item)),
+                        Some(checked) => items.push(checked),
+                        None => first_bad = Some((items.len(), item)),
                     }
                 }
                 while seq.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Events::List { events, first_bad })
+                Ok(Checked::List { items, first_bad })
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Events<'a>, A::Error> {
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Checked<R>, A::Error> {
                 while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Events::NotArray)
+                Ok(Checked::NotArray)
             }
-            scalars_are!(Events::NotArray);
+            scalars_are!(Checked::NotArray);
         }
         d.deserialize_any(V(PhantomData))
     }
 }
 
 fn parse_session(raw: RawSession, at: &Path<'_>) -> Result<Session, IngestError> {
-    let chunk = match at.field("chunk", &raw.chunk).opt_obj()? {
+    let chunk = match object(&at.field("chunk", &NONE), raw.chunk)? {
         None => Chunk { index: 0, total: 1 },
-        Some(c) => {
-            let index = c.get("index").req_int()?;
-            let total = c.get("total").req_int()?;
+        Some((c, path)) => {
+            let index = path.field("index", &c.index).req_int()?;
+            let total = path.field("total", &c.total).req_int()?;
             if total == 0 || total > MAX_CHUNKS || index >= total {
                 return Err(at
                     .field("chunk", &NONE)
@@ -576,75 +741,59 @@ fn parse_session(raw: RawSession, at: &Path<'_>) -> Result<Session, IngestError>
             }
         }
     };
-    let repository = match at.field("repository", &raw.repository).opt_obj()? {
+    let repository = match object(&at.field("repository", &NONE), raw.repository)? {
         None => None,
-        Some(r) => Some(Repository {
-            remote_url: r.get("remoteUrl").opt_str()?,
-            branch: r.get("branch").opt_str()?,
-            commit_sha: r.get("commitSha").opt_str()?,
+        Some((r, path)) => Some(Repository {
+            remote_url: path.field("remoteUrl", &r.remote_url).opt_str()?,
+            branch: path.field("branch", &r.branch).opt_str()?,
+            commit_sha: path.field("commitSha", &r.commit_sha).opt_str()?,
         }),
     };
-    let usage = match at.field("usage", &raw.usage).opt_obj()? {
+    let usage = match object(&at.field("usage", &NONE), raw.usage)? {
         None => None,
-        Some(u) => Some(Usage {
-            input_tokens: u.get("inputTokens").opt_int()?,
-            output_tokens: u.get("outputTokens").opt_int()?,
-            cache_read_tokens: u.get("cacheReadTokens").opt_int()?,
-            cache_write_tokens: u.get("cacheWriteTokens").opt_int()?,
-            cost_usd: u.get("costUsd").opt_non_negative()?,
+        Some((u, path)) => Some(Usage {
+            input_tokens: path.field("inputTokens", &u.input_tokens).opt_int()?,
+            output_tokens: path.field("outputTokens", &u.output_tokens).opt_int()?,
+            cache_read_tokens: path
+                .field("cacheReadTokens", &u.cache_read_tokens)
+                .opt_int()?,
+            cache_write_tokens: path
+                .field("cacheWriteTokens", &u.cache_write_tokens)
+                .opt_int()?,
+            cost_usd: path.field("costUsd", &u.cost_usd).opt_non_negative()?,
         }),
     };
     let events = match raw.events {
         None => None,
-        Some(Events::NotArray) => return Err(at.field("events", &NONE).err("must be an array")),
-        Some(Events::List { events, first_bad }) => {
-            if let Some((index, item)) = first_bad {
-                let array = format!("{at}.events");
-                return Err(bad_event(
-                    item,
-                    &Path::Item {
-                        array: &array,
-                        index,
-                    },
-                ));
-            }
-            Some(events)
-        }
+        Some(events) => Some(events.into_items(&at.field("events", &NONE))?),
     };
-    let token_events = at.field("tokenEvents", &raw.token_events).opt_each(|t| {
-        Ok(TokenEvent {
-            ts: t.get("ts").req_time()?,
-            input_tokens: t.get("inputTokens").req_int()?,
-            output_tokens: t.get("outputTokens").req_int()?,
-        })
-    })?;
-    let artifact_refs = at.field("artifactRefs", &raw.artifact_refs).opt_each(|a| {
-        Ok(ArtifactRef {
-            kind: a.get("kind").req_str(0, usize::MAX)?,
-            reference: a.get("ref").req_str(0, usize::MAX)?,
-        })
-    })?;
-    let frustration = match at.field("frustration", &raw.frustration).opt_obj()? {
+    let token_events = match raw.token_events {
         None => None,
-        Some(o) => {
-            let score = o.get("score").req_number()?;
+        Some(items) => Some(items.into_items(&at.field("tokenEvents", &NONE))?),
+    };
+    let artifact_refs = match raw.artifact_refs {
+        None => None,
+        Some(items) => Some(items.into_items(&at.field("artifactRefs", &NONE))?),
+    };
+    let frustration = match object(&at.field("frustration", &NONE), raw.frustration)? {
+        None => None,
+        Some((f, path)) => {
+            let score = path.field("score", &f.score).req_number()?;
             if !(0.0..=1.0).contains(&score) {
-                return Err(o.get("score").err("must be between 0 and 1"));
+                return Err(path.field("score", &NONE).err("must be between 0 and 1"));
             }
-            let signals = match o.get("signals").value {
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .map(|s| {
-                        s.as_str()
-                            .filter(|s| storable(s).is_ok())
-                            .map(str::to_owned)
-                    })
-                    .collect::<Option<Vec<_>>>()
-                    .ok_or_else(|| {
-                        o.get("signals")
-                            .err("must be an array of strings without NUL")
-                    })?,
-                _ => return Err(o.get("signals").err("required array of strings")),
+            let signals = match f.signals {
+                Some(Signals::Strings(signals)) => signals,
+                Some(Signals::Invalid) => {
+                    return Err(path
+                        .field("signals", &NONE)
+                        .err("must be an array of strings without NUL"));
+                }
+                _ => {
+                    return Err(path
+                        .field("signals", &NONE)
+                        .err("required array of strings"));
+                }
             };
             Some(Frustration { score, signals })
         }
@@ -694,19 +843,6 @@ impl fmt::Display for Path<'_> {
             Path::Text(p) => f.write_str(p),
             Path::Item { array, index } => write!(f, "{array}[{index}]"),
         }
-    }
-}
-
-/// A JSON object of the small nested kinds (chunk, repository, usage, ...) and its path.
-struct Obj<'a, 'p> {
-    map: &'a Map<String, Value>,
-    path: Path<'p>,
-}
-
-impl<'a> Obj<'a, '_> {
-    /// One of its fields; null counts as omitted.
-    fn get<'k>(&'k self, key: &'k str) -> Field<'a, 'k, Value> {
-        Field::new(&self.path, key, self.map.get(key))
     }
 }
 
@@ -833,49 +969,6 @@ impl<'v, 'k, J: Json> Field<'v, 'k, J> {
     }
 }
 
-/// Reads only a built JSON value offers: nested objects and arrays of them.
-impl<'v> Field<'v, '_, Value> {
-    fn opt_obj(&self) -> Result<Option<Obj<'v, 'static>>, IngestError> {
-        match self.value {
-            None => Ok(None),
-            Some(Value::Object(map)) => Ok(Some(Obj {
-                map,
-                path: Path::Text(self.name()),
-            })),
-            Some(_) => Err(IngestError::bad_request(format!(
-                "{}: must be an object",
-                self.name()
-            ))),
-        }
-    }
-
-    /// An optional array of objects, each read by `item`.
-    fn opt_each<T>(
-        &self,
-        item: impl for<'q> Fn(&Obj<'v, 'q>) -> Result<T, IngestError>,
-    ) -> Result<Option<Vec<T>>, IngestError> {
-        let Some(v) = self.value else {
-            return Ok(None);
-        };
-        let items = v.as_array().ok_or_else(|| self.err("must be an array"))?;
-        let array = self.name();
-        let mut out = Vec::with_capacity(items.len());
-        for (index, v) in items.iter().enumerate() {
-            let path = Path::Item {
-                array: &array,
-                index,
-            };
-            let Some(map) = v.as_object() else {
-                return Err(IngestError::bad_request(format!(
-                    "{path}: must be an object"
-                )));
-            };
-            out.push(item(&Obj { map, path })?);
-        }
-        Ok(Some(out))
-    }
-}
-
 fn check_len(s: &str, min: usize, max: usize) -> Result<(), String> {
     let n = s.chars().count();
     if n < min || n > max {
@@ -896,14 +989,6 @@ fn storable(s: &str) -> Result<(), &'static str> {
 }
 
 /// A whole JSON number from 0 to 2^53 - 1 (`5.0` is the number 5).
-fn whole_number(v: &Value) -> Option<u64> {
-    let n = v.as_number()?;
-    if let Some(u) = n.as_u64() {
-        return (u <= MAX_SAFE_INTEGER).then_some(u);
-    }
-    whole_float(n.as_f64()?)
-}
-
 fn whole_float(f: f64) -> Option<u64> {
     (f >= 0.0 && f.fract() == 0.0 && f <= MAX_SAFE_INTEGER as f64).then_some(f as u64)
 }
@@ -911,7 +996,7 @@ fn whole_float(f: f64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn envelope(sessions: Value) -> Value {
         let n = sessions.as_array().map_or(0, Vec::len);
@@ -939,14 +1024,16 @@ mod tests {
 
     #[test]
     fn whole_numbers_only() {
-        assert_eq!(whole_number(&json!(5.0)), Some(5));
-        assert_eq!(whole_number(&json!(5.5)), None);
-        assert_eq!(whole_number(&json!(-1)), None);
-        assert_eq!(
-            whole_number(&json!(9007199254740991u64)),
-            Some(MAX_SAFE_INTEGER)
-        );
-        assert_eq!(whole_number(&json!(9007199254740992u64)), None);
+        let whole = |json: &str| {
+            serde_json::from_str::<Scalar<'_>>(json)
+                .ok()
+                .and_then(|n| n.whole())
+        };
+        assert_eq!(whole("5.0"), Some(5));
+        assert_eq!(whole("5.5"), None);
+        assert_eq!(whole("-1"), None);
+        assert_eq!(whole("9007199254740991"), Some(MAX_SAFE_INTEGER));
+        assert_eq!(whole("9007199254740992"), None);
     }
 
     #[test]
