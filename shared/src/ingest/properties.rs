@@ -170,3 +170,47 @@ fn a_body_inflating_to_the_decoded_cap_is_read_and_one_byte_more_or_a_gzip_bomb_
         Err(IngestError::PayloadTooLarge)
     ));
 }
+
+/// An envelope of one session whose `field` holds `good` valid items and then `bad`.
+fn session_with(field: &str, good: &str, count: usize, bad: &str) -> String {
+    let mut items = vec![good; count];
+    items.push(bad);
+    format!(
+        "{{\"schemaVersion\":2,\"batchId\":\"b\",\"mode\":\"backfill\",\"computeTargetId\":\"t\",\"sessionCount\":1,\"sessions\":[{{\"sessionId\":\"s\",\"updatedAt\":\"2026-01-01T00:00:00Z\",\"dataRevision\":\"r\",\"agent\":\"a\",\"{field}\":[{},{}]}}]}}",
+        items.join(","),
+        vec!["{}"; 3].join(",")
+    )
+}
+
+#[test]
+fn properties_arrays_of_objects_are_refused_at_their_first_bad_item_by_its_path() {
+    let fields = prop::sample::select(
+        &[
+            (
+                "events",
+                "{\"seq\":1,\"ts\":\"2026-01-01T00:00:00Z\",\"kind\":\"k\"}",
+            ),
+            (
+                "tokenEvents",
+                "{\"ts\":\"2026-01-01T00:00:00Z\",\"inputTokens\":1,\"outputTokens\":2}",
+            ),
+            ("artifactRefs", "{\"kind\":\"file\",\"ref\":\"a.rs\"}"),
+        ][..],
+    );
+    let bad = prop::sample::select(&["0", "[]", "\"s\"", "{}", "{\"kind\":5}"][..]);
+    check_property(
+        (fields, 0usize..2000, bad),
+        |((field, good), count, bad)| {
+            // Distinct seqs are not needed: the first bad item ends the parse before that check.
+            let body = session_with(field, good, count, bad);
+            prop_assert!(strict_json::check(body.as_bytes()).is_ok());
+            let error = batch::parse(body.as_bytes()).err().map(|e| e.to_string());
+            let at = format!("sessions[0].{field}[{count}]");
+            prop_assert!(
+                error.as_deref().is_some_and(|e| e.starts_with(&at)),
+                "{error:?} does not name {at}"
+            );
+            Ok(())
+        },
+    );
+}
