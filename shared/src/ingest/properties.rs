@@ -178,7 +178,7 @@ fn session_with(field: &str, good: &str, count: usize, bad: &str) -> String {
     format!(
         "{{\"schemaVersion\":2,\"batchId\":\"b\",\"mode\":\"backfill\",\"computeTargetId\":\"t\",\"sessionCount\":1,\"sessions\":[{{\"sessionId\":\"s\",\"updatedAt\":\"2026-01-01T00:00:00Z\",\"dataRevision\":\"r\",\"agent\":\"a\",\"{field}\":[{},{}]}}]}}",
         items.join(","),
-        vec!["{}"; 3].join(",")
+        ["{}"; 3].join(",")
     )
 }
 
