@@ -4,6 +4,8 @@
 pub mod apigw;
 pub mod db;
 pub mod fake_github;
+pub mod pg_proxy;
+pub mod processes;
 
 use std::sync::Once;
 
