@@ -73,11 +73,23 @@ pub enum SyncResult {
 }
 
 impl SyncResult {
+    /// When a rate limit stopped this result's run: the instant a retry can succeed.
+    fn retry_after(&self) -> Option<DateTime<Utc>> {
+        match self {
+            Self::Run { report, .. } => report.retry_after,
+            Self::Drained { report, .. } => report.as_ref().and_then(|r| r.retry_after),
+            Self::Stopped { retry_after, .. } => *retry_after,
+            Self::Repository { .. } | Self::Reaped { .. } => None,
+        }
+    }
+
     /// The worst status: failed (or busy) before partial before success.
     fn exit(&self) -> Severity {
         match self {
             Self::Run { report, .. } => report.status.into(),
-            Self::Drained { report, .. } => report.as_ref().map_or(Severity::Ok, |r| r.status.into()),
+            Self::Drained { report, .. } => {
+                report.as_ref().map_or(Severity::Ok, |r| r.status.into())
+            }
             Self::Reaped { .. } => Severity::Ok,
             Self::Stopped { .. } => Severity::Failed,
             Self::Repository { outcome, .. } => match outcome {
@@ -142,10 +154,14 @@ pub async fn run(
             }
             Some(name) => sync_one(&ws, name, progress).await?,
         };
+        // A drain now would meet the same rate limit: it waits for the retry time.
+        let drain = result.retry_after().is_none();
         let mut done = vec![result];
-        done.extend(upkeep::reap_and_drain(&ws).await?);
+        done.extend(upkeep::reap_and_drain(&ws, drain).await?);
         for result in done {
-            if !args.json && let Some(line) = summary(&result) {
+            if !args.json
+                && let Some(line) = summary(&result)
+            {
                 writeln!(out, "{line}")?;
             }
             results.push(result);

@@ -72,12 +72,15 @@ fn nothing_to_do(tenant: &str, what: Upkeep) -> String {
     }
 }
 
-/// What `syncplane sync` does before it exits: reap, then drain (a request coalesced into a
-/// holder at its pass cap is synced here rather than waiting for a tick that may never come).
-pub async fn reap_and_drain(ws: &Workspace) -> anyhow::Result<Vec<SyncResult>> {
-    let reaped = reap(ws.tenant.as_str(), &ws.pool, ws.options.reaper_grace).await?;
-    let drained = drain(ws).await?;
-    Ok(vec![reaped, drained])
+/// What `syncplane sync` does before it exits: reap, then (with `drain`) drain: a request
+/// coalesced into a holder at its pass cap is synced here rather than waiting for a tick that
+/// may never come.
+pub async fn reap_and_drain(ws: &Workspace, drain_too: bool) -> anyhow::Result<Vec<SyncResult>> {
+    let mut done = vec![reap(ws.tenant.as_str(), &ws.pool, ws.options.reaper_grace).await?];
+    if drain_too {
+        done.push(drain(ws).await?);
+    }
+    Ok(done)
 }
 
 async fn reap(

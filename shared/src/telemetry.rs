@@ -84,16 +84,16 @@ pub const REDACTED: &str = "[redacted]";
 /// Markers after which the rest of a token is a secret (matched case-insensitively). The
 /// marker itself stays so the line still says what was there.
 const SECRET_AFTER: &[&str] = &[
-    "bearer ",      // Authorization: Bearer <token>
-    "bearer%20",    // the same, URL-encoded
-    "sha256=",      // X-Hub-Signature-256
-    "sha1=",        // X-Hub-Signature
-    "ghs_",         // GitHub installation token
-    "ghp_",         // GitHub personal token
-    "gho_",         // GitHub OAuth token
-    "ghu_",         // GitHub user-to-server token
-    "github_pat_",  // GitHub fine-grained token
-    "spd_",         // ingest device token
+    "bearer ",     // Authorization: Bearer <token>
+    "bearer%20",   // the same, URL-encoded
+    "sha256=",     // X-Hub-Signature-256
+    "sha1=",       // X-Hub-Signature
+    "ghs_",        // GitHub installation token
+    "ghp_",        // GitHub personal token
+    "gho_",        // GitHub OAuth token
+    "ghu_",        // GitHub user-to-server token
+    "github_pat_", // GitHub fine-grained token
+    "spd_",        // ingest device token
 ];
 
 /// Whether `b` can be part of a token (stops at whitespace, quotes, escapes and separators).
@@ -111,7 +111,11 @@ pub fn redact(text: &str) -> std::borrow::Cow<'_, str> {
         let mut from = 0;
         while let Some(at) = lower[from..].find(marker) {
             let start = from + at + marker.len();
-            let end = start + bytes[start..].iter().take_while(|b| token_byte(**b)).count();
+            let end = start
+                + bytes[start..]
+                    .iter()
+                    .take_while(|b| token_byte(**b))
+                    .count();
             if end > start {
                 cuts.push((start, end));
             }

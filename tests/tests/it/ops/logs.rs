@@ -28,11 +28,17 @@ async fn sync_json_stays_valid_json_on_stdout_at_every_log_level() {
             out.stderr
         );
         let json: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|err| {
-            panic!("RUST_LOG={level}: stdout is not JSON ({err}): {}", out.stdout)
+            panic!(
+                "RUST_LOG={level}: stdout is not JSON ({err}): {}",
+                out.stdout
+            )
         });
         assert_eq!(json[0]["result"], "run", "RUST_LOG={level}");
         assert_eq!(json[0]["report"]["status"], "partial", "RUST_LOG={level}");
-        assert!(!out.stdout.contains(ESC), "RUST_LOG={level}: ANSI in stdout");
+        assert!(
+            !out.stdout.contains(ESC),
+            "RUST_LOG={level}: ANSI in stdout"
+        );
         assert!(
             !out.stderr.contains(ESC),
             "RUST_LOG={level}: colours on a stderr that is not a terminal"

@@ -10,10 +10,8 @@ mod upkeep;
 
 use std::process::ExitCode;
 
-use clap::Parser;
-use syncplane_cli::{Cli, run};
 use syncplane_tests::db::TestDb;
-use syncplane_tests::fake_github::FakeGithub;
+use syncplane_tests::fake_github::{Change, FakeGithub};
 
 /// A database, a fake GitHub with two repositories, and the variables a binary reads.
 pub struct Env {
@@ -63,18 +61,17 @@ impl Env {
 
     /// `syncplane <args>` through the CLI's entry point: exit status and standard output.
     pub async fn syncplane(&self, args: &[&str]) -> (ExitCode, String) {
-        let vars = self.vars();
-        let config = shared::config::from_lookup(|k| {
-            vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
-        })
-        .expect("valid configuration");
-        let cli = Cli::try_parse_from(std::iter::once("syncplane").chain(args.iter().copied()))
-            .expect("valid arguments");
-        let mut out = Vec::new();
-        let code = run(cli, &config, &mut out)
-            .await
-            .unwrap_or(ExitCode::FAILURE);
-        (code, String::from_utf8(out).unwrap())
+        syncplane_tests::cli::syncplane(&self.vars(), args).await
+    }
+
+    /// A first full sync, then a new commit adding `path` to `repository`.
+    pub async fn synced_then_pushed(&self, repository: &str, path: &str) {
+        let (code, out) = self.syncplane(&["sync"]).await;
+        assert_eq!(code, ExitCode::SUCCESS, "{out}");
+        self.gh.push(
+            repository,
+            &[Change::Put(path.to_owned(), b"# Pushed\n".to_vec())],
+        );
     }
 
     pub async fn github_id(&self, full_name: &str) -> i64 {

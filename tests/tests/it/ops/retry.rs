@@ -9,10 +9,10 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 use shared::app::AppState;
 use shared::config::{SyncConfig, TenantId};
+use shared::sync::SyncError;
 use shared::sync::coalescing::{NoRowBusy, request_sync};
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::{RunOptions, Workspace};
-use shared::sync::SyncError;
 use syncplane_tests::apigw;
 use syncplane_tests::db::admin_url;
 use syncplane_tests::fake_github::{Endpoint, Fault};
@@ -27,10 +27,9 @@ const TOKEN: &str = "retry-test-token";
 async fn api_run(e: &Env, id: i64) -> Value {
     let mut vars = e.vars();
     vars.push(("SYNC_API_TOKEN".to_owned(), TOKEN.to_owned()));
-    let config = shared::config::from_lookup(|k| {
-        vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone())
-    })
-    .unwrap();
+    let config =
+        shared::config::from_lookup(|k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
+            .unwrap();
     let state = AppState::from_config(&config, 2).await.unwrap();
     let bearer = format!("Bearer {TOKEN}");
     let req = apigw::request(
@@ -54,6 +53,13 @@ fn instant(v: &Value) -> DateTime<Utc> {
 #[tokio::test]
 async fn a_run_stopped_by_the_rate_limit_records_when_to_retry() {
     let e = Env::new().await;
+    let (code, _) = e.syncplane(&["sync"]).await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    // A request waits; the drain that `sync` runs before exiting would meet the same limit.
+    sqlx::query("UPDATE repos SET sync_requested_at = now() WHERE name = 'widgets'")
+        .execute(&e.db.pool)
+        .await
+        .unwrap();
     let reset_in = Duration::from_secs(3600);
     e.gh.fault(
         Endpoint::InstallationRepos,
@@ -72,6 +78,16 @@ async fn a_run_stopped_by_the_rate_limit_records_when_to_retry() {
     assert!(
         (retry - expected).num_seconds().abs() <= 5,
         "retry after {retry}, GitHub's reset about {expected}"
+    );
+
+    assert_eq!(
+        json.as_array().unwrap().len(),
+        2,
+        "the run and the reap, no drain: {out}"
+    );
+    assert!(
+        e.marker_set("acme/widgets").await,
+        "the request waits for the retry time"
     );
 
     // Recorded in the run's row (a column, not text) and shown by the API.
@@ -110,7 +126,10 @@ async fn a_repository_sync_stopped_by_the_rate_limit_says_when_to_retry() {
     assert_eq!(json[0]["result"], "stopped", "{out}");
     assert_eq!(json[0]["error"], "rate_limited");
     let retry = instant(&json[0]["retryAfter"]);
-    assert!(retry > Utc::now() + chrono::Duration::seconds(500), "{retry}");
+    assert!(
+        retry > Utc::now() + chrono::Duration::seconds(500),
+        "{retry}"
+    );
     let (status, stored): (String, Option<DateTime<Utc>>) = sqlx::query_as(
         "SELECT status, retry_after FROM sync_runs WHERE scope = 'acme/handbook' ORDER BY id LIMIT 1",
     )

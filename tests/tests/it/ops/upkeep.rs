@@ -5,7 +5,6 @@
 use std::process::ExitCode;
 
 use shared::sync::lock::{HeldLock, lock_key, repo_key};
-use syncplane_tests::fake_github::Change;
 
 use super::Env;
 
@@ -51,10 +50,19 @@ async fn reap_marks_failed_a_dead_run_past_the_grace_and_leaves_live_and_young_r
     );
     assert_eq!(run_state(&e, young).await.0, "running", "within the grace");
     assert_eq!(run_state(&e, live).await.0, "running", "its lock is held");
-    live_lock.release().await;
 
+    // Liveness is the lock, never the row: once it is free, the run is dead.
+    live_lock.release().await;
+    let (_, out) = e.syncplane(&["reap"]).await;
+    assert!(out.contains("reaped 1 run(s)"), "{out}");
+    assert_eq!(run_state(&e, live).await.0, "failed");
     let (_, out) = e.syncplane(&["reap"]).await;
     assert!(out.contains("no dead runs to reap"), "{out}");
+    assert_eq!(
+        run_state(&e, young).await.0,
+        "running",
+        "still within the grace"
+    );
 }
 
 #[tokio::test]
@@ -70,12 +78,7 @@ async fn sync_reaps_dead_runs_before_it_exits() {
 #[tokio::test]
 async fn a_request_coalesced_into_a_holder_at_its_pass_cap_waits_for_the_next_drain() {
     let e = Env::new().await;
-    let (code, _) = e.syncplane(&["sync"]).await;
-    assert_eq!(code, ExitCode::SUCCESS);
-    e.gh.push(
-        "acme/handbook",
-        &[Change::Put("docs/new.md".into(), b"# New\n".to_vec())],
-    );
+    e.synced_then_pushed("acme/handbook", "docs/new.md").await;
 
     // Another sync holds the repository (it has run its last pass and is finishing).
     let id = e.github_id("acme/handbook").await;
@@ -99,10 +102,11 @@ async fn a_request_coalesced_into_a_holder_at_its_pass_cap_waits_for_the_next_dr
     assert!(out.contains("drain run #"), "{out}");
     assert!(out.contains("repositories 1 synced"), "{out}");
     assert!(!e.marker_set("acme/handbook").await);
-    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM documents WHERE path = 'docs/new.md'")
-        .fetch_one(&e.db.pool)
-        .await
-        .unwrap();
+    let stored: i64 =
+        sqlx::query_scalar("SELECT count(*) FROM documents WHERE path = 'docs/new.md'")
+            .fetch_one(&e.db.pool)
+            .await
+            .unwrap();
     assert_eq!(stored, 1, "the drained request synced the new document");
 
     let (_, out) = e.syncplane(&["drain"]).await;
@@ -112,12 +116,7 @@ async fn a_request_coalesced_into_a_holder_at_its_pass_cap_waits_for_the_next_dr
 #[tokio::test]
 async fn sync_of_one_repository_drains_the_other_waiting_markers_before_it_exits() {
     let e = Env::new().await;
-    let (code, _) = e.syncplane(&["sync"]).await;
-    assert_eq!(code, ExitCode::SUCCESS);
-    e.gh.push(
-        "acme/widgets",
-        &[Change::Put("docs/more.md".into(), b"# More\n".to_vec())],
-    );
+    e.synced_then_pushed("acme/widgets", "docs/more.md").await;
     sqlx::query("UPDATE repos SET sync_requested_at = now() WHERE name = 'widgets'")
         .execute(&e.db.pool)
         .await
