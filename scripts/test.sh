@@ -5,4 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/services.sh >/dev/null
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
+# The process-level tests (logging, secrets in logs) run the real binaries: build them first.
+cargo build --workspace --bins --locked
 exec cargo test --workspace --locked "$@"

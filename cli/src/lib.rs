@@ -9,6 +9,7 @@ use shared::config::Config;
 
 pub mod provision;
 pub mod sync;
+pub mod upkeep;
 
 #[derive(Parser)]
 #[command(name = "syncplane", version, about = "syncplane operator tool")]
@@ -21,9 +22,16 @@ pub struct Cli {
 pub enum Command {
     /// Apply every pending database migration (for every configured tenant).
     Migrate,
-    /// Sync now: every selected repository, or one with --repo. Exit status: 0 success (or
-    /// coalesced into a running sync), 1 failed or busy, 3 partial (some repositories failed).
+    /// Sync now: every selected repository, or one with --repo; then reap dead runs and drain
+    /// waiting rerun markers. Exit status: 0 success (or coalesced into a running sync), 1
+    /// failed or busy, 3 partial (some repositories failed).
     Sync(sync::SyncArgs),
+    /// Mark failed the runs left `running` by a dead process (past the grace, run lock free), as
+    /// the `sync.reap` job does.
+    Reap(upkeep::UpkeepArgs),
+    /// Sync every repository with a waiting rerun marker (requests coalesced into a sync that
+    /// had reached its pass cap), as the `sync.drain` job does.
+    Drain(upkeep::UpkeepArgs),
     /// Show each tenant's repositories and recent sync runs.
     Status {
         /// Print JSON instead of a table.
@@ -40,6 +48,8 @@ pub async fn run(cli: Cli, config: &Config, out: &mut dyn Write) -> anyhow::Resu
     match cli.command {
         Command::Migrate => migrate(config, out).await,
         Command::Sync(args) => sync::run(config, &args, out).await,
+        Command::Reap(args) => upkeep::run(config, upkeep::Upkeep::Reap, &args, out).await,
+        Command::Drain(args) => upkeep::run(config, upkeep::Upkeep::Drain, &args, out).await,
         Command::Status { json } => status(config, json, out).await,
         Command::Ingest(cmd) => provision::run(config, cmd, out).await,
     }

@@ -16,7 +16,9 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut stdout = std::io::stdout().lock();
+    // Not `stdout().lock()`: a lock held across the run's awaits deadlocked with threads that
+    // write (issue 12 §2). Each write takes the lock briefly; logs go to stderr anyway.
+    let mut stdout = std::io::stdout();
     match run(cli, &config, &mut stdout).await {
         Ok(code) => code,
         Err(e) => {

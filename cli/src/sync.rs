@@ -11,10 +11,13 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use shared::config::{Config, RepoName};
 use shared::jobs::Tenants;
-use shared::sync::coalescing::{NoRowBusy, RequestOutcome, request_sync};
+use shared::sync::coalescing::{NoRowBusy, RequestOutcome, coalesced_message, request_sync};
 use shared::sync::full::{RunReport, sync_all};
-use shared::sync::runs::{RunCounts, RunStatus, Trigger};
-use shared::sync::workspace::{RunOptions, Workspace};
+use shared::sync::repository::SyncError;
+use shared::sync::runs::{RunCounts, RunStatus, Stopped, Trigger};
+use shared::sync::workspace::{MAX_PASSES, RunOptions, Workspace};
+
+use crate::upkeep;
 
 /// Exit status of a run in which some repositories failed (the others were synced).
 pub const EXIT_PARTIAL: u8 = 3;
@@ -48,13 +51,47 @@ pub enum SyncResult {
         /// The run's counts when this call ran the sync.
         counts: Option<RunCounts>,
     },
+    /// One repository whose run GitHub stopped (rate limit, refused credentials): the run is
+    /// recorded failed; `retry_after` says when a retry can succeed.
+    #[serde(rename_all = "camelCase")]
+    Stopped {
+        tenant: String,
+        repository: String,
+        error: String,
+        retry_after: Option<DateTime<Utc>>,
+    },
+    /// Dead runs marked failed before exiting (the reaper, as the `sync.reap` job runs it).
+    #[serde(rename_all = "camelCase")]
+    Reaped { tenant: String, runs: u32 },
+    /// Waiting rerun markers drained before exiting (as the `sync.drain` job drains them); no
+    /// report when nothing was waiting.
+    #[serde(rename_all = "camelCase")]
+    Drained {
+        tenant: String,
+        report: Option<RunReport>,
+    },
 }
 
 impl SyncResult {
+    /// When a rate limit stopped this result's run: the instant a retry can succeed.
+    fn retry_after(&self) -> Option<DateTime<Utc>> {
+        match self {
+            Self::Run { report, .. } => report.retry_after,
+            Self::Drained { report, .. } => report.as_ref().and_then(|r| r.retry_after),
+            Self::Stopped { retry_after, .. } => *retry_after,
+            Self::Repository { .. } | Self::Reaped { .. } => None,
+        }
+    }
+
     /// The worst status: failed (or busy) before partial before success.
     fn exit(&self) -> Severity {
         match self {
             Self::Run { report, .. } => report.status.into(),
+            Self::Drained { report, .. } => {
+                report.as_ref().map_or(Severity::Ok, |r| r.status.into())
+            }
+            Self::Reaped { .. } => Severity::Ok,
+            Self::Stopped { .. } => Severity::Failed,
             Self::Repository { outcome, .. } => match outcome {
                 RequestOutcome::Synced { status, .. } => (*status).into(),
                 RequestOutcome::Coalesced => Severity::Ok,
@@ -81,6 +118,9 @@ impl From<RunStatus> for Severity {
     }
 }
 
+/// `syncplane sync`: the sync asked for, then, for each tenant, what the scheduler's jobs would
+/// do next (with the scheduler off, the local default, nothing else does it): reap dead runs and
+/// drain waiting rerun markers.
 pub async fn run(
     config: &Config,
     args: &SyncArgs,
@@ -94,11 +134,7 @@ pub async fn run(
     };
     let tenants =
         Tenants::from_config(config, shared::db::DEFAULT_POOL_SIZE, RunOptions::default())?;
-    let ids: Vec<String> = match &args.tenant {
-        Some(t) if tenants.config(t).is_some() => vec![t.clone()],
-        Some(t) => bail!("unknown tenant '{t}'"),
-        None => tenants.ids().map(str::to_owned).collect(),
-    };
+    let ids = tenant_ids(&tenants, args.tenant.as_deref())?;
     let progress = std::io::stderr().is_terminal() && !args.json;
     let mut results = Vec::new();
     for id in &ids {
@@ -118,13 +154,35 @@ pub async fn run(
             }
             Some(name) => sync_one(&ws, name, progress).await?,
         };
-        if !args.json {
-            writeln!(out, "{}", summary(&result))?;
+        // A drain now would meet the same rate limit: it waits for the retry time.
+        let drain = result.retry_after().is_none();
+        let mut done = vec![result];
+        done.extend(upkeep::reap_and_drain(&ws, drain).await?);
+        for result in done {
+            if !args.json
+                && let Some(line) = summary(&result)
+            {
+                writeln!(out, "{line}")?;
+            }
+            results.push(result);
         }
-        results.push(result);
     }
-    if args.json {
-        writeln!(out, "{}", serde_json::to_string_pretty(&results)?)?;
+    finish(&results, args.json, out)
+}
+
+/// The tenant asked for (it must be configured), or every configured tenant.
+pub fn tenant_ids(tenants: &Tenants, only: Option<&str>) -> anyhow::Result<Vec<String>> {
+    Ok(match only {
+        Some(t) if tenants.config(t).is_some() => vec![t.to_owned()],
+        Some(t) => bail!("unknown tenant '{t}'"),
+        None => tenants.ids().map(str::to_owned).collect(),
+    })
+}
+
+/// Print the JSON array (with `json`) and choose the exit status: the worst result decides.
+pub fn finish(results: &[SyncResult], json: bool, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    if json {
+        writeln!(out, "{}", serde_json::to_string_pretty(results)?)?;
     }
     Ok(
         match results
@@ -154,13 +212,25 @@ async fn sync_one(ws: &Workspace, name: &RepoName, progress: bool) -> anyhow::Re
         .repo(&name.owner, &name.name)
         .await
         .with_context(|| format!("{full_name} on GitHub"))?;
-    let outcome = with_progress(
+    let outcome = match with_progress(
         progress,
         ws,
         request_sync(ws, &info, Trigger::Manual, NoRowBusy::Refuse),
     )
     .await
-    .context("sync")?;
+    {
+        Ok(outcome) => outcome,
+        Err(SyncError::RunStopped(e)) => {
+            let stop = Stopped::github(&e);
+            return Ok(SyncResult::Stopped {
+                tenant: ws.tenant.as_str().to_owned(),
+                repository: full_name,
+                error: stop.code.to_owned(),
+                retry_after: stop.retry_after,
+            });
+        }
+        Err(e) => return Err(e).context("sync"),
+    };
     let counts = match &outcome {
         RequestOutcome::Synced { run_id, .. } => Some(run_counts(ws, *run_id).await?),
         _ => None,
@@ -206,9 +276,9 @@ async fn with_progress<T>(enabled: bool, ws: &Workspace, work: impl Future<Outpu
 }
 
 async fn run_counts(ws: &Workspace, run_id: i64) -> Result<RunCounts, sqlx::Error> {
-    let row: (i32, i32, i32, i32, i32, i32, i32, i32) = sqlx::query_as(
+    let row: (i32, i32, i32, i32, i32, i32, i32, i32, i32) = sqlx::query_as(
         "SELECT repos_synced, repos_unchanged, repos_failed, repos_removed,
-                docs_added, docs_changed, docs_removed, github_requests
+                docs_added, docs_changed, docs_removed, github_requests, repos_already_current
            FROM sync_runs WHERE id = $1",
     )
     .bind(run_id)
@@ -224,11 +294,12 @@ async fn run_counts(ws: &Workspace, run_id: i64) -> Result<RunCounts, sqlx::Erro
         docs_changed: n(row.5),
         docs_removed: n(row.6),
         github_requests: u64::from(n(row.7)),
+        repos_already_current: n(row.8),
     })
 }
 
 fn counts_line(c: &RunCounts) -> String {
-    format!(
+    let mut line = format!(
         "repositories {} synced, {} unchanged, {} failed, {} removed; documents {} added, {} changed, {} removed; {} GitHub requests",
         c.repos_synced,
         c.repos_unchanged,
@@ -238,25 +309,59 @@ fn counts_line(c: &RunCounts) -> String {
         c.docs_changed,
         c.docs_removed,
         c.github_requests
+    );
+    if c.repos_already_current > 0 {
+        // A lost COMMIT reply leaves "failed, 0 synced" on the earlier run: say what was true.
+        line.push_str(&format!(
+            "; {} already current (an earlier run recorded as failed had committed the content)",
+            c.repos_already_current
+        ));
+    }
+    line
+}
+
+/// ` (code; retry after T)` for a run something stopped, empty otherwise.
+fn stop_note(error: Option<&str>, retry_after: Option<DateTime<Utc>>) -> String {
+    match (error, retry_after) {
+        (Some(e), Some(t)) => format!(" ({e}; retry after {})", t.to_rfc3339()),
+        (Some(e), None) => format!(" ({e})"),
+        (None, Some(t)) => format!(" (retry after {})", t.to_rfc3339()),
+        (None, None) => String::new(),
+    }
+}
+
+fn run_line(tenant: &str, what: &str, report: &RunReport) -> String {
+    format!(
+        "tenant {tenant}: {what}#{} {}{}: {}",
+        report.run_id,
+        report.status.as_str(),
+        stop_note(report.error.as_deref(), report.retry_after),
+        counts_line(&report.counts)
     )
 }
 
-/// The one-line summary printed at the end.
-pub fn summary(result: &SyncResult) -> String {
-    match result {
-        SyncResult::Run { tenant, report } => {
-            let error = report
-                .error
-                .as_deref()
-                .map(|e| format!(" ({e})"))
-                .unwrap_or_default();
-            format!(
-                "tenant {tenant}: run #{} {}{error}: {}",
-                report.run_id,
-                report.status.as_str(),
-                counts_line(&report.counts)
-            )
+/// The one-line summary printed for a result (none for housekeeping that found nothing to do).
+pub fn summary(result: &SyncResult) -> Option<String> {
+    Some(match result {
+        SyncResult::Run { tenant, report } => run_line(tenant, "run ", report),
+        SyncResult::Drained {
+            tenant,
+            report: Some(report),
+        } => run_line(tenant, "drain run ", report),
+        SyncResult::Drained { report: None, .. } => return None,
+        SyncResult::Reaped { runs: 0, .. } => return None,
+        SyncResult::Reaped { tenant, runs } => {
+            format!("tenant {tenant}: reaped {runs} run(s) left running by a dead process")
         }
+        SyncResult::Stopped {
+            tenant,
+            repository,
+            error,
+            retry_after,
+        } => format!(
+            "tenant {tenant}: {repository} failed{}: the run was stopped by GitHub",
+            stop_note(Some(error), *retry_after)
+        ),
         SyncResult::Repository {
             tenant,
             repository,
@@ -273,11 +378,12 @@ pub fn summary(result: &SyncResult) -> String {
                 counts.as_ref().map(counts_line).unwrap_or_default()
             ),
             RequestOutcome::Coalesced => format!(
-                "tenant {tenant}: {repository} coalesced: a sync in progress runs another pass for this request"
+                "tenant {tenant}: {repository} coalesced: {}",
+                coalesced_message(MAX_PASSES)
             ),
             RequestOutcome::Busy => format!(
                 "tenant {tenant}: {repository} busy: another sync holds it and it is not stored yet; retry shortly"
             ),
         },
-    }
+    })
 }

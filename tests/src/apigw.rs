@@ -15,6 +15,16 @@ pub fn request(
     headers: &[(&str, &str)],
     body: Option<&[u8]>,
 ) -> Request {
+    from_event(event(method, path_and_query, headers, body))
+}
+
+/// The API Gateway v2 event JSON behind [`request`] (what the Lambda runtime hands a function).
+pub fn event(
+    method: &str,
+    path_and_query: &str,
+    headers: &[(&str, &str)],
+    body: Option<&[u8]>,
+) -> Value {
     let (path, query) = path_and_query
         .split_once('?')
         .unwrap_or((path_and_query, ""));
@@ -46,7 +56,7 @@ pub fn request(
     if let Some(body) = body {
         event["body"] = json!(base64::engine::general_purpose::STANDARD.encode(body));
     }
-    from_event(event)
+    event
 }
 
 /// A request from a whole API Gateway v2 event (e.g. a file of `events/`).

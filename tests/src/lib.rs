@@ -2,8 +2,12 @@
 //! databases and a faithful fake GitHub.
 
 pub mod apigw;
+pub mod cli;
 pub mod db;
 pub mod fake_github;
+pub mod pg_proxy;
+pub mod processes;
+pub mod provisioned;
 
 use std::sync::Once;
 

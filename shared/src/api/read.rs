@@ -40,6 +40,8 @@ pub struct RunCountsView {
     pub repos_unchanged: i32,
     pub repos_failed: i32,
     pub repos_removed: i32,
+    /// Unchanged repositories whose content an earlier run, recorded failed, had committed.
+    pub repos_already_current: i32,
     pub docs_added: i32,
     pub docs_changed: i32,
     pub docs_removed: i32,
@@ -56,6 +58,8 @@ pub struct RunView {
     pub status: String,
     /// The stable code of what stopped the run, if anything did.
     pub error: Option<String>,
+    /// When GitHub's rate limit stopped the run: the instant from which a retry can succeed.
+    pub retry_after: Option<DateTime<Utc>>,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
     #[sqlx(flatten)]
@@ -65,9 +69,9 @@ pub struct RunView {
 /// The columns of a [`RunView`], as a literal so the queries stay static strings.
 macro_rules! run_columns {
     () => {
-        "id, trigger, scope, status, error, started_at, finished_at, repos_synced,
-         repos_unchanged, repos_failed, repos_removed, docs_added, docs_changed, docs_removed,
-         github_requests"
+        "id, trigger, scope, status, error, retry_after, started_at, finished_at, repos_synced,
+         repos_unchanged, repos_failed, repos_removed, repos_already_current, docs_added,
+         docs_changed, docs_removed, github_requests"
     };
 }
 

@@ -15,7 +15,7 @@ use crate::config::TenantConfig;
 use crate::github::{GithubError, RepoInfo};
 use crate::jobs::adapter::{JobsAdapter, Submitted};
 use crate::jobs::{Job, JobError, RepoRef};
-use crate::sync::coalescing::{NoRowBusy, RequestOutcome, request_sync};
+use crate::sync::coalescing::{NoRowBusy, RequestOutcome, coalesced_message, request_sync};
 use crate::sync::full::sync_all;
 use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::removal;
@@ -114,7 +114,10 @@ async fn sync_repository(
                 RequestOutcome::Synced { run_id, status, .. } => {
                     Ok(json!({ "status": "started", "runId": run_id, "runStatus": status }))
                 }
-                RequestOutcome::Coalesced => Ok(json!({ "status": "coalesced" })),
+                RequestOutcome::Coalesced => Ok(json!({
+                    "status": "coalesced",
+                    "message": coalesced_message(ws.options.max_passes),
+                })),
                 RequestOutcome::Busy => Err(ApiError::RepositoryBusy),
             }
         }

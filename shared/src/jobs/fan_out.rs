@@ -18,7 +18,7 @@ use crate::sync::full::{RunReport, remove_unselected, take_listing};
 use crate::sync::lock::{HeldLock, scheduler_key};
 use crate::sync::removal::selected;
 use crate::sync::repository::SyncError;
-use crate::sync::runs::{Run, RunCounts, RunStatus, Trigger};
+use crate::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
 use crate::sync::workspace::Workspace;
 
 /// The end of a fanned-out full sync.
@@ -44,11 +44,11 @@ enum Stop {
 }
 
 impl Stop {
-    fn code(&self) -> &'static str {
+    fn stopped(&self) -> Stopped {
         match self {
-            Stop::Github(e) => e.code(),
-            Stop::Queue(_) => "queue_error",
-            Stop::Database(_) => "database_error",
+            Stop::Github(e) => Stopped::github(e),
+            Stop::Queue(_) => Stopped::code("queue_error"),
+            Stop::Database(_) => Stopped::code(crate::sync::coalescing::DATABASE_ERROR),
         }
     }
 }
@@ -104,19 +104,19 @@ async fn fan_out(
     let result = list_and_send(ws, trigger, queue, &mut counts).await;
     counts.github_requests = ws.client.requests_made().saturating_sub(requests_before);
     let run_id = run.id;
-    let (status, error, repositories, stopped_by) = match result {
+    let (status, stopped, repositories, stopped_by) = match result {
         Ok(n) => (RunStatus::Success, None, n, None),
         Err(stop) => {
             tracing::warn!(run_id, error = %stop, "full sync fan-out failed");
-            let code = stop.code();
+            let stopped = stop.stopped();
             let github = match stop {
                 Stop::Github(e) => Some(e),
                 _ => None,
             };
-            (RunStatus::Failed, Some(code), 0, github)
+            (RunStatus::Failed, Some(stopped), 0, github)
         }
     };
-    run.finish(&ws.pool, status, &counts, error).await?;
+    run.finish(&ws.pool, status, &counts, stopped).await?;
     tracing::info!(
         run_id,
         repositories,
@@ -124,12 +124,7 @@ async fn fan_out(
         "full sync fanned out"
     );
     Ok(FanOut {
-        report: RunReport {
-            run_id,
-            status,
-            counts,
-            error: error.map(str::to_owned),
-        },
+        report: RunReport::new(run_id, status, counts, stopped),
         repositories,
         stopped_by,
     })

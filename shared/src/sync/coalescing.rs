@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::github::RepoInfo;
 use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::repository::{RepoOutcome, SyncError, sync_repository};
-use crate::sync::runs::{Run, RunCounts, RunStatus, Trigger};
+use crate::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
 use crate::sync::workspace::Workspace;
 
 /// What a request for one repository came to.
@@ -31,6 +31,16 @@ pub enum RequestOutcome {
     /// The repository has no row (so no marker can be left) and its lock is busy: the caller
     /// must retry (the manual API answers 409).
     Busy,
+}
+
+/// What a coalesced request is told. The holder runs at most `max_passes` passes per call; a
+/// request that arrives after its last pass keeps its marker until a drain syncs it (issue 12 §4).
+pub fn coalesced_message(max_passes: u32) -> String {
+    format!(
+        "the sync in progress runs another pass for this request; if it has already run its \
+         {max_passes} passes, the request waits for the next drain (`syncplane drain`, or the \
+         scheduler's tick)"
+    )
 }
 
 /// How to treat a busy lock when the repository has no row yet.
@@ -131,19 +141,22 @@ pub async fn request_sync(
             })
         }
         Err(e) => {
-            let message = failure_message(&e);
-            run.finish(&ws.pool, RunStatus::Failed, &counts, Some(message))
+            run.finish(&ws.pool, RunStatus::Failed, &counts, Some(stopped(&e)))
                 .await?;
             Err(e)
         }
     }
 }
 
-/// The fixed text a failed run records (never upstream text).
-pub fn failure_message(e: &SyncError) -> &'static str {
+/// The code a run that stopped on a database error records.
+pub const DATABASE_ERROR: &str = "database_error";
+
+/// What a failed run records (fixed codes, never upstream text) and, for a rate limit, when to
+/// retry.
+pub fn stopped(e: &SyncError) -> Stopped {
     match e {
-        SyncError::RunStopped(g) => g.code(),
-        SyncError::Database(_) => "database_error",
+        SyncError::RunStopped(g) => Stopped::github(g),
+        SyncError::Database(_) => Stopped::code(DATABASE_ERROR),
     }
 }
 
@@ -218,6 +231,10 @@ async fn one_pass(
 pub fn tally(counts: &mut RunCounts, outcome: &RepoOutcome) {
     match outcome {
         RepoOutcome::Unchanged => counts.repos_unchanged += 1,
+        RepoOutcome::AlreadyCurrent { .. } => {
+            counts.repos_unchanged += 1;
+            counts.repos_already_current += 1;
+        }
         RepoOutcome::Synced(c) => {
             counts.repos_synced += 1;
             counts.add_content(c);

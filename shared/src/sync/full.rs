@@ -10,11 +10,11 @@ use futures::StreamExt;
 use serde::Serialize;
 
 use crate::github::{GithubError, RepoInfo};
-use crate::sync::coalescing::{failure_message, run_passes};
+use crate::sync::coalescing::{run_passes, stopped};
 use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::removal::{self, RemovalError, selected};
 use crate::sync::repository::SyncError;
-use crate::sync::runs::{Run, RunCounts, RunStatus, Trigger};
+use crate::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
 use crate::sync::workspace::Workspace;
 
 /// The end of a run, as callers report it.
@@ -26,6 +26,21 @@ pub struct RunReport {
     pub counts: RunCounts,
     /// The stable code of what stopped the run, if anything did.
     pub error: Option<String>,
+    /// When GitHub's rate limit stopped the run: the instant from which a retry can succeed.
+    pub retry_after: Option<DateTime<Utc>>,
+}
+
+impl RunReport {
+    /// The report of a run that ended with `status` (and `stop`, if something stopped it).
+    pub fn new(run_id: i64, status: RunStatus, counts: RunCounts, stop: Option<Stopped>) -> Self {
+        Self {
+            run_id,
+            status,
+            counts,
+            error: stop.map(|s| s.code.to_owned()),
+            retry_after: stop.and_then(|s| s.retry_after),
+        }
+    }
 }
 
 /// `syncAll`: one full run.
@@ -45,21 +60,16 @@ async fn finish(
     result: Result<(), SyncError>,
 ) -> Result<RunReport, sqlx::Error> {
     let run_id = run.id;
-    let (status, error) = match &result {
+    let (status, stop) = match &result {
         Ok(()) if counts.repos_failed > 0 => (RunStatus::Partial, None),
         Ok(()) => (RunStatus::Success, None),
-        Err(e) => (RunStatus::Failed, Some(failure_message(e))),
+        Err(e) => (RunStatus::Failed, Some(stopped(e))),
     };
     if let Err(e) = &result {
         tracing::warn!(run_id, error = %e, "run failed");
     }
-    run.finish(&ws.pool, status, &counts, error).await?;
-    Ok(RunReport {
-        run_id,
-        status,
-        counts,
-        error: error.map(str::to_owned),
-    })
+    run.finish(&ws.pool, status, &counts, stop).await?;
+    Ok(RunReport::new(run_id, status, counts, stop))
 }
 
 /// The installation's listing and the database instant taken just before it. A deleted or

@@ -20,6 +20,10 @@ pub struct Stored {
     pub head_etag: Option<String>,
     pub fingerprint: Option<String>,
     pub head_commit_sha: Option<String>,
+    /// The run recorded as failed during which this row was last written, when no successful run
+    /// has covered the repository since: that run's write committed although it was recorded
+    /// failed (a lost COMMIT reply, or a process that died after committing).
+    pub written_by_failed_run: Option<i64>,
     /// path → blob SHA of every stored document.
     pub documents: HashMap<String, String>,
     pub readme: Option<(String, String)>,
@@ -37,15 +41,33 @@ struct RepoMarkers {
     head_commit_sha: Option<String>,
     codeowners_path: Option<String>,
     codeowners_blob_sha: Option<String>,
+    written_by_failed_run: Option<i64>,
 }
 
+/// The error codes of failed runs whose writes may nevertheless have committed.
+const COMMITTED_ANYWAY: &[&str] = &[
+    crate::sync::coalescing::DATABASE_ERROR,
+    crate::sync::reaper::REAPED_ERROR,
+];
+
 pub async fn load(pool: &PgPool, github_id: i64) -> Result<Stored, sqlx::Error> {
+    // Failed runs are few (a partial index serves them); the check costs no extra round trip.
     let row: Option<RepoMarkers> = sqlx::query_as(
-        "SELECT id, tree_sha, head_etag, selection_fingerprint, head_commit_sha,
-                codeowners_path, codeowners_blob_sha
-         FROM repos WHERE github_id = $1",
+        "SELECT r.id, r.tree_sha, r.head_etag, r.selection_fingerprint, r.head_commit_sha,
+                r.codeowners_path, r.codeowners_blob_sha,
+                (SELECT f.id FROM sync_runs f
+                  WHERE f.status = 'failed' AND f.error = ANY($2)
+                    AND r.updated_at BETWEEN f.started_at AND f.finished_at
+                    AND (f.scope IS NULL OR f.scope = r.owner || '/' || r.name)
+                    AND NOT EXISTS (
+                        SELECT 1 FROM sync_runs s
+                         WHERE s.status IN ('success', 'partial') AND s.started_at > f.started_at
+                           AND (s.scope IS NULL OR s.scope = r.owner || '/' || r.name))
+                  ORDER BY f.started_at DESC LIMIT 1) AS written_by_failed_run
+         FROM repos r WHERE r.github_id = $1",
     )
     .bind(github_id)
+    .bind(COMMITTED_ANYWAY)
     .fetch_optional(pool)
     .await?;
     let Some(RepoMarkers {
@@ -56,6 +78,7 @@ pub async fn load(pool: &PgPool, github_id: i64) -> Result<Stored, sqlx::Error> 
         head_commit_sha,
         codeowners_path: co_path,
         codeowners_blob_sha: co_sha,
+        written_by_failed_run,
     }) = row
     else {
         return Ok(Stored::default());
@@ -66,6 +89,7 @@ pub async fn load(pool: &PgPool, github_id: i64) -> Result<Stored, sqlx::Error> 
         head_etag,
         fingerprint,
         head_commit_sha,
+        written_by_failed_run,
         documents: HashMap::new(),
         readme: None,
         codeowners: co_path.zip(co_sha),

@@ -24,6 +24,10 @@ use crate::sync::selection::{self, SelectionRules, SkipReason, Warning};
 pub enum RepoOutcome {
     /// Same tree SHA and fingerprint: only metadata and status refreshed.
     Unchanged,
+    /// Unchanged, and the stored content was written by run `written_by_run`, which is recorded
+    /// failed: its commit went through though its reply was lost (or its process died after
+    /// committing). The content was already current.
+    AlreadyCurrent { written_by_run: i64 },
     /// Planned and written (possibly with nothing to change).
     Synced(persist::Counts),
     /// The repository failed; stored content is kept (or, for an incomplete fetch, what arrived
@@ -120,6 +124,16 @@ pub async fn sync_repository(
         && stored.fingerprint.as_deref() == Some(fp.as_str())
     {
         persist::refresh_status(pool, repo, None, etag.as_deref()).await?;
+        if let Some(run) = stored.written_by_failed_run {
+            tracing::info!(
+                repo = %full_name,
+                written_by_run = run,
+                "content already current: run #{run} committed it though it is recorded failed"
+            );
+            return Ok(RepoOutcome::AlreadyCurrent {
+                written_by_run: run,
+            });
+        }
         return Ok(RepoOutcome::Unchanged);
     }
 

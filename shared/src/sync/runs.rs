@@ -2,8 +2,11 @@
 //! a run-level advisory lock for its whole duration (the reaper tells a live `running` row from
 //! one left by a dead process by that lock, never by the row's status).
 
+use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
+
+use crate::github::GithubError;
 
 use crate::sync::lock::{HeldLock, run_key};
 use crate::sync::persist::Counts;
@@ -56,6 +59,10 @@ pub struct RunCounts {
     pub repos_unchanged: u32,
     pub repos_failed: u32,
     pub repos_removed: u32,
+    /// Unchanged repositories whose stored content was written by an earlier run recorded as
+    /// failed (its commit's reply was lost, or its process died after committing): the content
+    /// was already current, so that failure was not the last word (issue 12 §5).
+    pub repos_already_current: u32,
     pub docs_added: u32,
     pub docs_changed: u32,
     pub docs_removed: u32,
@@ -73,10 +80,41 @@ impl RunCounts {
         self.repos_unchanged += o.repos_unchanged;
         self.repos_failed += o.repos_failed;
         self.repos_removed += o.repos_removed;
+        self.repos_already_current += o.repos_already_current;
         self.docs_added += o.docs_added;
         self.docs_changed += o.docs_changed;
         self.docs_removed += o.docs_removed;
         self.github_requests += o.github_requests;
+    }
+}
+
+/// What stopped a run: its stable code and, when GitHub's rate limit stopped it, the instant
+/// from which a retry can succeed (GitHub's reset time, never upstream text).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stopped {
+    pub code: &'static str,
+    pub retry_after: Option<DateTime<Utc>>,
+}
+
+impl Stopped {
+    /// A stop with no retry time.
+    pub fn code(code: &'static str) -> Self {
+        Self {
+            code,
+            retry_after: None,
+        }
+    }
+
+    /// A stop caused by GitHub: a rate limit carries its retry time.
+    pub fn github(e: &GithubError) -> Self {
+        let retry_after = match e {
+            GithubError::RateLimited { retry_at, .. } => Some(*retry_at),
+            _ => None,
+        };
+        Self {
+            code: e.code(),
+            retry_after,
+        }
     }
 }
 
@@ -132,17 +170,18 @@ impl Run {
         pool: &PgPool,
         status: RunStatus,
         counts: &RunCounts,
-        error: Option<&str>,
+        stopped: Option<Stopped>,
     ) -> Result<(), sqlx::Error> {
         let result = sqlx::query(
             "UPDATE sync_runs SET status = $2, finished_at = now(), error = $3,
                  repos_synced = $4, repos_unchanged = $5, repos_failed = $6, repos_removed = $7,
-                 docs_added = $8, docs_changed = $9, docs_removed = $10, github_requests = $11
+                 docs_added = $8, docs_changed = $9, docs_removed = $10, github_requests = $11,
+                 retry_after = $12, repos_already_current = $13
              WHERE id = $1 AND status = 'running'",
         )
         .bind(self.id)
         .bind(status.as_str())
-        .bind(error)
+        .bind(stopped.map(|s| s.code))
         .bind(counts.repos_synced as i32)
         .bind(counts.repos_unchanged as i32)
         .bind(counts.repos_failed as i32)
@@ -151,6 +190,8 @@ impl Run {
         .bind(counts.docs_changed as i32)
         .bind(counts.docs_removed as i32)
         .bind(i32::try_from(counts.github_requests).unwrap_or(i32::MAX))
+        .bind(stopped.and_then(|s| s.retry_after))
+        .bind(counts.repos_already_current as i32)
         .execute(pool)
         .await;
         self.lock.release().await;

@@ -415,6 +415,11 @@ impl FakeGithub {
         self.count(Endpoint::AccessToken)
     }
 
+    /// Every installation token issued so far (secrets a log must never show).
+    pub fn issued_tokens(&self) -> Vec<String> {
+        self.state().tokens.keys().cloned().collect()
+    }
+
     /// What `git hash-object` prints for this content.
     pub fn blob_sha(content: &[u8]) -> String {
         git::to_hex(&git::hash_object("blob", content))

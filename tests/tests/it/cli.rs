@@ -5,9 +5,7 @@
 use std::collections::BTreeMap;
 use std::process::ExitCode;
 
-use clap::Parser;
 use serde_json::Value;
-use syncplane_cli::{Cli, run};
 use syncplane_tests::db::TestDb;
 use syncplane_tests::fake_github::{Endpoint, FakeGithub, Fault};
 
@@ -61,16 +59,12 @@ impl Setup {
 
     /// `syncplane <args>`: exit status and standard output.
     async fn syncplane(&self, args: &[&str]) -> (ExitCode, String) {
-        let env = self.env();
-        let config =
-            shared::config::from_lookup(|k| env.get(k).cloned()).expect("valid configuration");
-        let cli = Cli::try_parse_from(std::iter::once("syncplane").chain(args.iter().copied()))
-            .expect("valid arguments");
-        let mut out = Vec::new();
-        let code = run(cli, &config, &mut out)
-            .await
-            .unwrap_or(ExitCode::FAILURE);
-        (code, String::from_utf8(out).unwrap())
+        let vars: Vec<(String, String)> = self
+            .env()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        syncplane_tests::cli::syncplane(&vars, args).await
     }
 
     async fn json(&self, args: &[&str]) -> (ExitCode, Value) {

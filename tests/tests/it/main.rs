@@ -8,4 +8,5 @@ mod functions;
 mod github_client;
 mod ingest;
 mod migrations;
+mod ops;
 mod runs;

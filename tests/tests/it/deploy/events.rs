@@ -6,7 +6,7 @@ use lambda_http::Request;
 use lambda_http::request::LambdaRequest;
 use serde_json::Value;
 use shared::ingest::auth::token_hash;
-use shared::ingest::provision::{self, NewOrg};
+use shared::ingest::provision;
 use shared::ingest::{IngestState, handle};
 use syncplane_tests::db::TestDb;
 
@@ -27,18 +27,7 @@ fn event(name: &str) -> (Value, Request) {
 /// An org, a user owning the fixture's compute target, and the fixture's token.
 async fn provisioned() -> (TestDb, IngestState) {
     let db = TestDb::new().await;
-    let org = provision::create_org(
-        &db.pool,
-        &NewOrg {
-            name: "acme",
-            sync_policy: Some(true),
-            feature_gate: true,
-            frustration_opt_in: false,
-        },
-    )
-    .await
-    .unwrap();
-    let user = provision::create_user(&db.pool, org, "ada").await.unwrap();
+    let (org, user) = syncplane_tests::provisioned::acme_and_ada(&db.pool).await;
     provision::create_compute_target(&db.pool, user, FIXTURE_TARGET)
         .await
         .unwrap();

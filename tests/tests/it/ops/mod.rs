@@ -1,0 +1,95 @@
+//! Operator safety (issue 12 §2 to §5): logs that never deadlock a command or spoil its JSON,
+//! logs that never show a secret whatever the filter, dead runs reaped and waiting markers
+//! drained without the scheduler, and runs that say when to retry. Real binaries where the
+//! behaviour lives in the process (logging), real Postgres and the fake GitHub throughout.
+
+mod logs;
+mod retry;
+mod secrets;
+mod upkeep;
+
+use std::process::ExitCode;
+
+use syncplane_tests::db::TestDb;
+use syncplane_tests::fake_github::{Change, FakeGithub};
+
+/// A database, a fake GitHub with two repositories, and the variables a binary reads.
+pub struct Env {
+    pub db: TestDb,
+    pub gh: FakeGithub,
+    pub installation: u64,
+    /// GitHub id of `acme/widgets`.
+    pub widgets: u64,
+}
+
+impl Env {
+    pub async fn new() -> Self {
+        let db = TestDb::new().await;
+        let gh = FakeGithub::start().await;
+        let installation = gh.add_installation("acme");
+        gh.add_repo(
+            installation,
+            "acme/handbook",
+            &[("README.md", b"# Handbook\n"), ("docs/a.md", b"# A\n")],
+        );
+        let widgets = gh.add_repo(
+            installation,
+            "acme/widgets",
+            &[("docs/usage.md", b"# Usage\n")],
+        );
+        Self {
+            db,
+            gh,
+            installation,
+            widgets,
+        }
+    }
+
+    /// The process environment of the CLI or a function (local jobs, no scheduler).
+    pub fn vars(&self) -> Vec<(String, String)> {
+        [
+            ("DATABASE_URL", self.db.url().expose().to_owned()),
+            ("GITHUB_API_URL", self.gh.url()),
+            ("GITHUB_APP_ID", self.gh.app_id().to_string()),
+            ("GITHUB_INSTALLATION_ID", self.installation.to_string()),
+            ("GITHUB_APP_PRIVATE_KEY", self.gh.private_key_pem()),
+            ("GITHUB_RATE_LIMIT_WAIT_BUDGET_SECONDS", "0".to_owned()),
+        ]
+        .map(|(k, v)| (k.to_owned(), v))
+        .to_vec()
+    }
+
+    /// `syncplane <args>` through the CLI's entry point: exit status and standard output.
+    pub async fn syncplane(&self, args: &[&str]) -> (ExitCode, String) {
+        syncplane_tests::cli::syncplane(&self.vars(), args).await
+    }
+
+    /// A first full sync, then a new commit adding `path` to `repository`.
+    pub async fn synced_then_pushed(&self, repository: &str, path: &str) {
+        let (code, out) = self.syncplane(&["sync"]).await;
+        assert_eq!(code, ExitCode::SUCCESS, "{out}");
+        self.gh.push(
+            repository,
+            &[Change::Put(path.to_owned(), b"# Pushed\n".to_vec())],
+        );
+    }
+
+    pub async fn github_id(&self, full_name: &str) -> i64 {
+        let (owner, name) = full_name.split_once('/').unwrap();
+        sqlx::query_scalar("SELECT github_id FROM repos WHERE owner = $1 AND name = $2")
+            .bind(owner)
+            .bind(name)
+            .fetch_one(&self.db.pool)
+            .await
+            .unwrap()
+    }
+
+    pub async fn marker_set(&self, full_name: &str) -> bool {
+        let id = self.github_id(full_name).await;
+        sqlx::query_scalar("SELECT sync_requested_at IS NOT NULL FROM repos WHERE github_id = $1")
+            .bind(id)
+            .fetch_one(&self.db.pool)
+            .await
+            .unwrap()
+    }
+}
