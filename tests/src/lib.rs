@@ -2,8 +2,10 @@
 //! databases and a faithful fake GitHub.
 
 pub mod apigw;
+pub mod bench;
 pub mod db;
 pub mod fake_github;
+pub mod sqs;
 
 use std::sync::Once;
 
