@@ -19,9 +19,10 @@ pub struct Queue {
 }
 
 /// What became of a batch's messages after its response.
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone)]
 pub struct Settled {
-    pub deleted: u64,
+    /// Ids of the messages deleted.
+    pub deleted: Vec<String>,
     /// Named in `batchItemFailures`: left for redelivery (or the dead-letter queue).
     pub left: u64,
     pub delete_errors: u64,
@@ -175,7 +176,9 @@ impl Queue {
                 .send()
                 .await;
             match deleted {
-                Ok(_) => settled.deleted += 1,
+                Ok(_) => settled
+                    .deleted
+                    .push(m.message_id.clone().unwrap_or_default()),
                 Err(_) => settled.delete_errors += 1,
             }
         }

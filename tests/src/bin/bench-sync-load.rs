@@ -11,10 +11,17 @@
 //!
 //! Jobs come in blocks of a few repositories, each repository several times, so copies of one
 //! repository's job reach several workers at once. Hard conditions:
-//! - no repository synced twice at once: the `sync_runs` rows of one repository never overlap
-//!   in time (a row spans the lock-held passes of its call), and none is left `running`;
+//! - no repository synced twice at once: Postgres itself records every advisory lock taken and
+//!   released in the bench database (the bench puts logging wrappers of `pg_try_advisory_lock`
+//!   and `pg_advisory_unlock` first on the database's `search_path`; the engine's SQL is
+//!   unchanged). Every `sync_runs` row of a repository must start inside an interval in which
+//!   that repository's lock was held, and no two rows inside the same interval; the lock
+//!   intervals of one key never overlap; no row is left `running`. (The rows themselves may
+//!   overlap by a few milliseconds: a run records its end after its last pass released the
+//!   lock, and a waiting request may take the lock meanwhile; that overlap is printed.)
 //! - every job acknowledged (deleted) or dead-lettered: the queue is empty at the end and
-//!   deleted + dead-lettered = sent;
+//!   distinct messages deleted + dead-lettered = sent (SQS delivers at least once: a message
+//!   whose batch outlives its visibility timeout is received, run and deleted twice);
 //! - Postgres connections of the database, sampled every 50 ms, never above the template's
 //!   budget formula (`WorkerReservedConcurrency` = budget / pool size, so the budget of N
 //!   workers is N x `shared::db::DEFAULT_POOL_SIZE`).
@@ -45,7 +52,7 @@ use syncplane_tests::fake_github::FakeGithub;
 use syncplane_tests::sqs::Queue;
 
 /// Above any one batch's run time here; a job refused as busy comes back after it.
-const VISIBILITY_SECS: u32 = 10;
+const VISIBILITY_SECS: u32 = 15;
 /// As the template's queue (`maxReceiveCount`).
 const MAX_RECEIVE: u32 = 5;
 /// Repositories per block of jobs: each block holds every copy of its repositories, shuffled.
@@ -74,7 +81,7 @@ struct Args {
 struct WorkerReport {
     batches: u64,
     received: u64,
-    deleted: u64,
+    deleted: Vec<String>,
     left: u64,
     delete_errors: u64,
 }
@@ -138,7 +145,7 @@ async fn worker() -> ExitCode {
         let settled = queue.settle_counting(&event, &response).await;
         report.batches += 1;
         report.received += event.records.len() as u64;
-        report.deleted += settled.deleted;
+        report.deleted.extend(settled.deleted);
         report.left += settled.left;
         report.delete_errors += settled.delete_errors;
     }
@@ -173,6 +180,7 @@ async fn bench(args: Args) -> ExitCode {
         queue.url
     );
 
+    install_lock_log(&db).await;
     // Nothing of this process may hold a connection to the database while the workers run.
     db.pool.close().await;
     let sampler = ConnectionSampler::start(&db.name, SAMPLE_EVERY)
@@ -192,7 +200,7 @@ async fn bench(args: Args) -> ExitCode {
         .count(QueueAttributeName::ApproximateNumberOfMessages)
         .await;
     let outstanding = queue.outstanding().await;
-    let runs = RunsSeen::read(&db).await;
+    let runs = RunsSeen::read(&db, &names).await;
 
     let workers_ok = reports.iter().all(Option::is_some);
     let total = reports
@@ -201,11 +209,16 @@ async fn bench(args: Args) -> ExitCode {
         .fold(WorkerReport::default(), |mut t, r| {
             t.batches += r.batches;
             t.received += r.received;
-            t.deleted += r.deleted;
+            t.deleted.extend(r.deleted.iter().cloned());
             t.left += r.left;
             t.delete_errors += r.delete_errors;
             t
         });
+    let acknowledged = total
+        .deleted
+        .iter()
+        .collect::<std::collections::HashSet<_>>()
+        .len() as u64;
     let pool = u64::from(shared::db::DEFAULT_POOL_SIZE);
     let budget = u64::from(args.workers) * pool;
     let rows = vec![
@@ -235,9 +248,13 @@ async fn bench(args: Args) -> ExitCode {
         ),
         Row::check(
             "acknowledged + dead-lettered",
-            format!("{} + {dead} = {}", total.deleted, total.deleted + dead),
+            format!("{acknowledged} + {dead} = {}", acknowledged + dead),
             &format!("= {sent} sent"),
-            total.deleted + dead == sent as u64,
+            acknowledged + dead == sent as u64,
+        ),
+        Row::info(
+            "deleted twice (received again while in flight)",
+            total.deleted.len() as u64 - acknowledged,
         ),
         Row::info("dead-lettered", dead),
         Row::info(
@@ -249,11 +266,35 @@ async fn bench(args: Args) -> ExitCode {
             format!("{} / {}", runs.repos_stored, args.repos.min(args.jobs)),
         ),
         Row::info("most runs at once (all repositories)", runs.most_at_once),
+        Row::info(
+            "repository lock intervals (from Postgres's lock log)",
+            runs.lock_intervals,
+        ),
         Row::check(
-            "overlapping runs of one repository",
-            runs.overlaps.len(),
+            "lock intervals of one key overlapping",
+            runs.lock_overlaps,
             "0",
-            runs.overlaps.is_empty(),
+            runs.lock_overlaps == 0,
+        ),
+        Row::check(
+            "runs started without their repository's lock",
+            runs.unlocked_runs,
+            "0",
+            runs.unlocked_runs == 0,
+        ),
+        Row::check(
+            "runs sharing one lock interval (synced twice at once)",
+            runs.shared_intervals,
+            "0",
+            runs.shared_intervals == 0,
+        ),
+        Row::info(
+            "run rows of one repository overlapping (end recorded after the release)",
+            format!(
+                "{} (longest {:.1} ms)",
+                runs.overlaps.len(),
+                runs.longest_overlap_ms
+            ),
         ),
         Row::check("runs left 'running'", runs.running, "0", runs.running == 0),
         Row::info("pool size per worker (shared::db::DEFAULT_POOL_SIZE)", pool),
@@ -271,9 +312,6 @@ async fn bench(args: Args) -> ExitCode {
             connections.max <= budget && connections.samples > 0,
         ),
     ];
-    for (scope, a, b) in runs.overlaps.iter().take(10) {
-        println!("overlap: {scope}: {a} and {b}");
-    }
     if print_table("sync under concurrency", &rows) {
         ExitCode::SUCCESS
     } else {
@@ -414,18 +452,72 @@ fn finish_worker(mut child: Child) -> Option<WorkerReport> {
 #[derive(sqlx::FromRow)]
 struct RunRow(i64, Option<String>, DateTime<Utc>, Option<DateTime<Utc>>);
 
-/// What `sync_runs` and `repos` say after the drain.
+/// One entry of the lock log: (at, backend pid, key, "lock" or "unlock", result).
+#[derive(sqlx::FromRow)]
+struct LockEvent(DateTime<Utc>, i32, i64, String, bool);
+
+/// Logging wrappers of the two advisory lock functions the engine calls, first on the bench
+/// database's search_path: Postgres records each lock taken (after it is granted) and each
+/// release (before it happens), so a logged interval lies inside the real one.
+const LOCK_LOG_SQL: &str = r#"
+CREATE SCHEMA bench_probe;
+CREATE TABLE bench_probe.lock_log (
+    id bigint generated always as identity primary key,
+    at timestamptz not null, pid integer not null, key bigint not null, op text not null,
+    ok boolean not null);
+CREATE FUNCTION bench_probe.pg_try_advisory_lock(key bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE got boolean;
+BEGIN
+    got := pg_catalog.pg_try_advisory_lock(key);
+    INSERT INTO bench_probe.lock_log (at, pid, key, op, ok)
+        VALUES (clock_timestamp(), pg_backend_pid(), key, 'lock', got);
+    RETURN got;
+END $$;
+CREATE FUNCTION bench_probe.pg_advisory_unlock(key bigint) RETURNS boolean
+LANGUAGE plpgsql AS $$
+DECLARE at timestamptz := clock_timestamp(); got boolean;
+BEGIN
+    got := pg_catalog.pg_advisory_unlock(key);
+    INSERT INTO bench_probe.lock_log (at, pid, key, op, ok)
+        VALUES (at, pg_backend_pid(), key, 'unlock', got);
+    RETURN got;
+END $$;
+"#;
+
+async fn install_lock_log(db: &TestDb) {
+    sqlx::raw_sql(LOCK_LOG_SQL)
+        .execute(&db.pool)
+        .await
+        .expect("lock log");
+    // The database name is generated by TestDb, never input.
+    let alter = format!(
+        r#"ALTER DATABASE "{}" SET search_path = bench_probe, pg_catalog, public"#,
+        db.name
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(alter))
+        .execute(&db.pool)
+        .await
+        .expect("search_path");
+}
+
+/// What `sync_runs`, `repos` and the lock log say after the drain.
 struct RunsSeen {
     rows: usize,
     running: usize,
     repos_stored: i64,
     most_at_once: usize,
-    /// (scope, run a, run b) pairs of one repository whose intervals overlap.
+    lock_intervals: usize,
+    lock_overlaps: usize,
+    unlocked_runs: usize,
+    shared_intervals: usize,
+    /// (scope, run a, run b) pairs of one repository whose rows overlap in time.
     overlaps: Vec<(String, i64, i64)>,
+    longest_overlap_ms: f64,
 }
 
 impl RunsSeen {
-    async fn read(db: &TestDb) -> Self {
+    async fn read(db: &TestDb, names: &[(i64, String)]) -> Self {
         let pool = shared::db::connect(&db.url(), 2)
             .await
             .expect("reconnect to the bench database");
@@ -435,49 +527,131 @@ impl RunsSeen {
         .fetch_all(&pool)
         .await
         .expect("sync_runs");
+        let log: Vec<LockEvent> =
+            sqlx::query_as("SELECT at, pid, key, op, ok FROM bench_probe.lock_log ORDER BY at, id")
+                .fetch_all(&pool)
+                .await
+                .expect("lock log");
         let repos_stored: i64 = sqlx::query_scalar("SELECT count(*) FROM repos")
             .fetch_one(&pool)
             .await
             .expect("repos");
         pool.close().await;
 
-        let running = runs.iter().filter(|r| r.3.is_none()).count();
-        let far = DateTime::<Utc>::MAX_UTC;
-        // Sorted by scope then start: a run overlaps an earlier run of its repository when it
-        // starts before the latest end seen so far in that scope.
-        let mut overlaps = Vec::new();
-        let mut latest: Option<(&Option<String>, i64, DateTime<Utc>)> = None;
-        for RunRow(id, scope, start, end) in &runs {
-            let end = end.unwrap_or(far);
-            match latest {
-                Some((s, prev, until)) if s == scope => {
-                    if *start < until {
-                        overlaps.push((scope.clone().unwrap_or_default(), prev, *id));
-                    }
-                    if end > until {
-                        latest = Some((scope, *id, end));
-                    }
-                }
-                _ => latest = Some((scope, *id, end)),
+        let keys: std::collections::HashMap<String, i64> = names
+            .iter()
+            .map(|(id, name)| (format!("bench/{name}"), shared::sync::lock::repo_key(*id)))
+            .collect();
+        let intervals = lock_intervals(&log);
+        let lock_overlaps = intervals
+            .values()
+            .map(|v| v.windows(2).filter(|w| w[1].0 < w[0].1).count())
+            .sum();
+        let mut claimed: std::collections::HashMap<(i64, usize), usize> = Default::default();
+        let mut unlocked_runs = 0;
+        for RunRow(_, scope, start, _) in &runs {
+            let key = scope.as_ref().and_then(|s| keys.get(s));
+            let inside = key.and_then(|k| {
+                let list = intervals.get(k)?;
+                let i = list.iter().position(|(a, b)| a <= start && start <= b)?;
+                Some((*k, i))
+            });
+            match inside {
+                Some(slot) => *claimed.entry(slot).or_default() += 1,
+                None => unlocked_runs += 1,
             }
         }
-        // Most runs at once over every repository: a sweep over starts and ends.
-        let mut edges: Vec<(DateTime<Utc>, i32)> = runs
-            .iter()
-            .flat_map(|r| [(r.2, 1), (r.3.unwrap_or(far), -1)])
-            .collect();
-        edges.sort();
-        let (mut now, mut most) = (0i32, 0i32);
-        for (_, step) in edges {
-            now += step;
-            most = most.max(now);
-        }
+        let (overlaps, longest_overlap_ms) = row_overlaps(&runs);
         Self {
             rows: runs.len(),
-            running,
+            running: runs.iter().filter(|r| r.3.is_none()).count(),
             repos_stored,
-            most_at_once: most as usize,
+            most_at_once: most_at_once(&runs),
+            lock_intervals: keys
+                .values()
+                .map(|k| intervals.get(k).map_or(0, Vec::len))
+                .sum(),
+            lock_overlaps,
+            unlocked_runs,
+            shared_intervals: claimed.values().filter(|n| **n > 1).count(),
             overlaps,
+            longest_overlap_ms,
         }
     }
+}
+
+type Interval = (DateTime<Utc>, DateTime<Utc>);
+
+/// Held intervals per key, in order. A lock whose connection closed without an unlock is
+/// taken to end when another backend next takes the key (or never).
+fn lock_intervals(log: &[LockEvent]) -> std::collections::HashMap<i64, Vec<Interval>> {
+    let far = DateTime::<Utc>::MAX_UTC;
+    let mut open: std::collections::HashMap<i64, (i32, DateTime<Utc>)> = Default::default();
+    let mut out: std::collections::HashMap<i64, Vec<Interval>> = Default::default();
+    for LockEvent(at, pid, key, op, ok) in log {
+        match (op.as_str(), ok) {
+            ("lock", true) => {
+                if let Some((_, start)) = open.insert(*key, (*pid, *at)) {
+                    out.entry(*key).or_default().push((start, *at));
+                }
+            }
+            ("unlock", true) => {
+                if open.get(key).is_some_and(|(p, _)| p == pid) {
+                    let (_, start) = open.remove(key).unwrap_or((*pid, *at));
+                    out.entry(*key).or_default().push((start, *at));
+                }
+            }
+            _ => {}
+        }
+    }
+    for (key, (_, start)) in open {
+        out.entry(key).or_default().push((start, far));
+    }
+    for v in out.values_mut() {
+        v.sort();
+    }
+    out
+}
+
+/// Pairs of rows of one repository overlapping in time, and the longest overlap in ms.
+fn row_overlaps(runs: &[RunRow]) -> (Vec<(String, i64, i64)>, f64) {
+    let far = DateTime::<Utc>::MAX_UTC;
+    let mut overlaps = Vec::new();
+    let mut longest = 0f64;
+    // Sorted by scope then start: a row overlaps an earlier one of its repository when it
+    // starts before the latest end seen so far in that scope.
+    let mut latest: Option<(&Option<String>, i64, DateTime<Utc>)> = None;
+    for RunRow(id, scope, start, end) in runs {
+        let end = end.unwrap_or(far);
+        match latest {
+            Some((s, prev, until)) if s == scope => {
+                if *start < until {
+                    overlaps.push((scope.clone().unwrap_or_default(), prev, *id));
+                    let ms = (until.min(end) - *start).num_microseconds().unwrap_or(0) as f64;
+                    longest = longest.max(ms / 1000.0);
+                }
+                if end > until {
+                    latest = Some((scope, *id, end));
+                }
+            }
+            _ => latest = Some((scope, *id, end)),
+        }
+    }
+    (overlaps, longest)
+}
+
+/// Most rows running at once over every repository: a sweep over starts and ends.
+fn most_at_once(runs: &[RunRow]) -> usize {
+    let far = DateTime::<Utc>::MAX_UTC;
+    let mut edges: Vec<(DateTime<Utc>, i32)> = runs
+        .iter()
+        .flat_map(|r| [(r.2, 1), (r.3.unwrap_or(far), -1)])
+        .collect();
+    edges.sort();
+    let (mut now, mut most) = (0i32, 0i32);
+    for (_, step) in edges {
+        now += step;
+        most = most.max(now);
+    }
+    most as usize
 }
