@@ -595,11 +595,9 @@ fn lock_intervals(log: &[LockEvent]) -> std::collections::HashMap<i64, Vec<Inter
                     out.entry(*key).or_default().push((start, *at));
                 }
             }
-            ("unlock", true) => {
-                if open.get(key).is_some_and(|(p, _)| p == pid) {
-                    let (_, start) = open.remove(key).unwrap_or((*pid, *at));
-                    out.entry(*key).or_default().push((start, *at));
-                }
+            ("unlock", true) if open.get(key).is_some_and(|(p, _)| p == pid) => {
+                let (_, start) = open.remove(key).unwrap_or((*pid, *at));
+                out.entry(*key).or_default().push((start, *at));
             }
             _ => {}
         }
