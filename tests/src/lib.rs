@@ -2,12 +2,14 @@
 //! databases and a faithful fake GitHub.
 
 pub mod apigw;
+pub mod bench;
 pub mod cli;
 pub mod db;
 pub mod fake_github;
 pub mod pg_proxy;
 pub mod processes;
 pub mod provisioned;
+pub mod sqs;
 
 use std::sync::Once;
 

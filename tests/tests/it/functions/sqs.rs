@@ -4,147 +4,16 @@
 
 use std::time::Duration;
 
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
-use aws_sdk_sqs::types::{MessageSystemAttributeName, QueueAttributeName};
+use aws_lambda_events::event::sqs::SqsMessage;
+use aws_sdk_sqs::types::QueueAttributeName;
 use shared::config::TenantId;
 use shared::jobs::adapter::JobsAdapter;
-use shared::jobs::sqs::SqsAdapter;
 use shared::jobs::worker::Worker;
 use shared::jobs::{Job, RepoRef, Tenants};
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::RunOptions;
 
-pub fn endpoint() -> String {
-    std::env::var("AWS_ENDPOINT_URL_SQS").unwrap_or_else(|_| "http://127.0.0.1:4566".into())
-}
-
-/// A queue of this test's own.
-pub struct Queue {
-    pub url: String,
-    pub adapter: SqsAdapter,
-}
-
-impl Queue {
-    pub async fn new(visibility_secs: u32) -> Self {
-        Self::create(visibility_secs, None).await
-    }
-
-    /// A queue whose messages move to a new dead-letter queue after `max_receive` receives.
-    pub async fn with_dlq(visibility_secs: u32, max_receive: u32) -> (Self, Self) {
-        let dlq = Self::create(visibility_secs, None).await;
-        let arn = dlq.attribute(QueueAttributeName::QueueArn).await;
-        let policy =
-            format!(r#"{{"deadLetterTargetArn":"{arn}","maxReceiveCount":"{max_receive}"}}"#);
-        (Self::create(visibility_secs, Some(policy)).await, dlq)
-    }
-
-    async fn create(visibility_secs: u32, redrive: Option<String>) -> Self {
-        let client = shared::jobs::sqs::emulator_client(&endpoint());
-        let name = format!("syncplane-test-{}", uuid::Uuid::new_v4());
-        let mut request = client.create_queue().queue_name(&name).attributes(
-            QueueAttributeName::VisibilityTimeout,
-            visibility_secs.to_string(),
-        );
-        if let Some(policy) = redrive {
-            request = request.attributes(QueueAttributeName::RedrivePolicy, policy);
-        }
-        let created = request
-            .send()
-            .await
-            .expect("the SQS emulator answers (scripts/services.sh starts it)");
-        let url = created.queue_url().unwrap().to_owned();
-        Self {
-            adapter: SqsAdapter::new(client, &url),
-            url,
-        }
-    }
-
-    pub async fn attribute(&self, name: QueueAttributeName) -> String {
-        let out = self
-            .adapter
-            .client()
-            .get_queue_attributes()
-            .queue_url(&self.url)
-            .attribute_names(name.clone())
-            .send()
-            .await
-            .unwrap();
-        out.attributes().unwrap().get(&name).unwrap().clone()
-    }
-
-    /// Receive up to 10 visible messages, as the Lambda event source mapping would hand them over.
-    pub async fn receive_event(&self, wait_secs: i32) -> SqsEvent {
-        let out = self
-            .adapter
-            .client()
-            .receive_message()
-            .queue_url(&self.url)
-            .max_number_of_messages(10)
-            .wait_time_seconds(wait_secs)
-            .message_system_attribute_names(MessageSystemAttributeName::All)
-            .send()
-            .await
-            .unwrap();
-        let mut event = SqsEvent::default();
-        for m in out.messages() {
-            let mut message = SqsMessage::default();
-            message.message_id = m.message_id().map(str::to_owned);
-            message.receipt_handle = m.receipt_handle().map(str::to_owned);
-            message.body = m.body().map(str::to_owned);
-            message.attributes = m
-                .attributes()
-                .map(|a| {
-                    a.iter()
-                        .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
-                        .collect()
-                })
-                .unwrap_or_default();
-            event.records.push(message);
-        }
-        event
-    }
-
-    /// What the event source mapping does with a batch response: delete every message not named.
-    pub async fn settle(&self, event: &SqsEvent, response: &SqsBatchResponse) {
-        for m in &event.records {
-            let id = m.message_id.clone().unwrap();
-            if response
-                .batch_item_failures
-                .iter()
-                .any(|f| f.item_identifier == id)
-            {
-                continue;
-            }
-            self.delete(m).await;
-        }
-    }
-
-    pub async fn delete(&self, m: &SqsMessage) {
-        self.adapter
-            .client()
-            .delete_message()
-            .queue_url(&self.url)
-            .receipt_handle(m.receipt_handle.clone().unwrap())
-            .send()
-            .await
-            .unwrap();
-    }
-
-    /// Every job visible now (received and deleted).
-    pub async fn drain_jobs(&self) -> Vec<Job> {
-        let mut jobs = Vec::new();
-        loop {
-            let event = self.receive_event(0).await;
-            if event.records.is_empty() {
-                return jobs;
-            }
-            for m in &event.records {
-                jobs.push(serde_json::from_str(m.body.as_deref().unwrap()).unwrap());
-                self.delete(m).await;
-            }
-        }
-    }
-}
+pub use syncplane_tests::sqs::Queue;
 
 fn tenant(id: &str) -> TenantId {
     TenantId::parse(id).unwrap()
