@@ -1,7 +1,8 @@
 //! A faithful fake of the GitHub REST API surface syncplane uses (see
 //! `notes/github-interfaces.md`): App JWT and installation tokens, repositories holding real
-//! git objects (ids equal to git's), ETag/304 on branches, Link pagination, tree truncation,
-//! rate-limit headers and budget, faults on demand, artificial latency and a request log.
+//! git objects (ids equal to git's), ETag/304 on branches (ETags scoped to the token that
+//! received them, like GitHub's), gzip when asked, Link pagination, tree truncation, rate-limit
+//! headers and budget, faults on demand, artificial latency and a request log.
 //!
 //! Simplifications, on purpose: one rate-limit budget for the whole fake (App and installation
 //! requests alike); a renamed repository's old name answers 404 (GitHub answers 301); pushes
@@ -66,8 +67,10 @@ pub struct LoggedRequest {
     pub path: String,
     pub endpoint: Endpoint,
     pub status: u16,
-    /// Response body bytes.
+    /// Response body bytes (before content encoding).
     pub bytes: u64,
+    /// Body bytes as sent: gzipped when the request accepted gzip.
+    pub wire_bytes: u64,
 }
 
 pub(crate) struct Shared {
@@ -308,6 +311,24 @@ impl FakeGithub {
         self.state().installation_mut(installation_id).suspended_at = suspended.then(Utc::now);
     }
 
+    /// Revokes every token of the installation (GitHub's `DELETE /installation/token`): the next
+    /// request with one of them gets 401 Bad credentials.
+    pub fn revoke_tokens(&self, installation_id: u64) {
+        self.state()
+            .tokens
+            .retain(|_, token| token.installation_id != installation_id);
+    }
+
+    /// Tokens minted for the installation so far that are still valid.
+    pub fn live_tokens(&self, installation_id: u64) -> usize {
+        let now = Utc::now();
+        self.state()
+            .tokens
+            .values()
+            .filter(|t| t.installation_id == installation_id && t.expires_at > now)
+            .count()
+    }
+
     /// Deleting an installation also revokes its tokens.
     pub fn delete_installation(&self, installation_id: u64) {
         let mut state = self.state();
@@ -391,8 +412,14 @@ impl FakeGithub {
         self.state().log.len()
     }
 
+    /// Body bytes sent, before content encoding (what a client counts after decoding).
     pub fn bytes_sent(&self) -> u64 {
         self.state().log.iter().map(|r| r.bytes).sum()
+    }
+
+    /// Body bytes sent on the wire (gzipped where the request accepted gzip).
+    pub fn wire_bytes_sent(&self) -> u64 {
+        self.state().log.iter().map(|r| r.wire_bytes).sum()
     }
 
     /// Clears the request log and the in-flight maxima.

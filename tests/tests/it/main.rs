@@ -9,3 +9,4 @@ mod github_client;
 mod ingest;
 mod migrations;
 mod runs;
+mod shared_token;
