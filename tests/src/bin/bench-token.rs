@@ -27,6 +27,7 @@ use shared::sync::sync_repository;
 use shared::sync::workspace::RunOptions;
 use syncplane_tests::db::TestDb;
 use syncplane_tests::fake_github::{Endpoint, FakeGithub};
+use syncplane_tests::rows::{changed, row_versions};
 
 const REPO_ENV: &str = "BENCH_TOKEN_REPO";
 const OWN_TOKEN_ENV: &str = "BENCH_TOKEN_OWN";
@@ -102,7 +103,7 @@ async fn parent() {
     let db = TestDb::new().await;
     let gh = FakeGithub::start().await;
     let installation = gh.add_installation("bench");
-    let docs: Vec<(String, String)> = (0..20)
+    let docs: Vec<(String, Vec<u8>)> = (0..20)
         .map(|i| {
             (
                 format!("docs/page-{i:02}.md"),
@@ -110,12 +111,9 @@ async fn parent() {
             )
         })
         .chain([("README.md".to_owned(), "# Bench\n".to_owned())])
+        .map(|(p, c)| (p, c.into_bytes()))
         .collect();
-    let files: Vec<(&str, &[u8])> = docs
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_bytes()))
-        .collect();
-    gh.add_repo(installation, "bench/docs", &files);
+    gh.add_repo_owned(installation, "bench/docs", &docs);
     // The repository as a webhook or the listing would describe it (read with a token of the
     // parent's own, which is not the shared one).
     let config = GithubAppConfig {
@@ -154,12 +152,9 @@ async fn parent() {
 impl Bench {
     fn env(&self, own_token: bool) -> BTreeMap<&'static str, String> {
         let repo = &self.repo;
-        let mut env = BTreeMap::from([
+        let mut env = BTreeMap::from_iter(self.gh.app_env(self.installation));
+        env.extend([
             ("DATABASE_URL", self.db.url().expose().to_owned()),
-            ("GITHUB_API_URL", self.gh.url()),
-            ("GITHUB_APP_ID", self.gh.app_id().to_string()),
-            ("GITHUB_INSTALLATION_ID", self.installation.to_string()),
-            ("GITHUB_APP_PRIVATE_KEY", self.gh.private_key_pem()),
             ("GITHUB_RATE_LIMIT_WAIT_BUDGET_SECONDS", "0".to_owned()),
             (
                 REPO_ENV,
@@ -179,7 +174,7 @@ impl Bench {
     }
 
     async fn run(&self, label: &str, own_token: bool) {
-        let versions = row_versions(&self.db).await;
+        let versions = row_versions(&self.db.pool).await;
         let tuples = tuples_written(&self.db).await;
         let remaining = self.gh.rate_limit_remaining();
         self.gh.reset_log();
@@ -224,7 +219,7 @@ impl Bench {
             requests.len(),
             self.gh.count(Endpoint::AccessToken),
             remaining.saturating_sub(self.gh.rate_limit_remaining()),
-            changed(&versions, &row_versions(&self.db).await),
+            changed(&versions, &row_versions(&self.db.pool).await),
             tuples_written(&self.db).await - tuples,
             report["ms"].as_f64().unwrap_or(0.0),
         );
@@ -243,25 +238,6 @@ fn endpoint_name(endpoint: Endpoint) -> &'static str {
         Endpoint::Blob => "blob",
         Endpoint::Other => "other",
     }
-}
-
-async fn row_versions(db: &TestDb) -> Vec<(String, String, String)> {
-    sqlx::query_as(
-        "SELECT 'repos', github_id::text, xmin::text FROM repos
-         UNION ALL SELECT 'documents', repo_id || ':' || path, xmin::text FROM documents
-         UNION ALL SELECT 'readmes', repo_id::text, xmin::text FROM readmes
-         UNION ALL SELECT 'code_owners', repo_id || ':' || line, xmin::text FROM code_owners
-         UNION ALL SELECT 'tokens', installation_id::text, xmin::text FROM github_installation_tokens
-         ORDER BY 1, 2",
-    )
-    .fetch_all(&db.pool)
-    .await
-    .expect("row versions")
-}
-
-fn changed(before: &[(String, String, String)], after: &[(String, String, String)]) -> usize {
-    let b: std::collections::HashSet<_> = before.iter().collect();
-    after.iter().filter(|r| !b.contains(r)).count() + before.len().saturating_sub(after.len())
 }
 
 /// Inserts, updates and deletes Postgres counted in this database's tables so far.

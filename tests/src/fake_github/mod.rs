@@ -244,6 +244,31 @@ impl FakeGithub {
         id
     }
 
+    /// [`add_repo`](Self::add_repo) for generated (owned) contents.
+    pub fn add_repo_owned(
+        &self,
+        installation_id: u64,
+        full_name: &str,
+        files: &[(String, Vec<u8>)],
+    ) -> u64 {
+        let files: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_slice()))
+            .collect();
+        self.add_repo(installation_id, full_name, &files)
+    }
+
+    /// The environment variables that point the CLI or a function at this fake's App and
+    /// `installation` (as a process reads them; `DATABASE_URL` and the rest are the caller's).
+    pub fn app_env(&self, installation_id: u64) -> Vec<(&'static str, String)> {
+        vec![
+            ("GITHUB_API_URL", self.url()),
+            ("GITHUB_APP_ID", self.app_id().to_string()),
+            ("GITHUB_INSTALLATION_ID", installation_id.to_string()),
+            ("GITHUB_APP_PRIVATE_KEY", self.private_key_pem()),
+        ]
+    }
+
     /// A new commit on the default branch (parent: the previous head). Returns its sha.
     pub fn push(&self, full_name: &str, changes: &[Change]) -> String {
         let commit = self

@@ -446,11 +446,7 @@ async fn answers_are_gzipped_when_the_request_accepts_gzip() {
             )
         })
         .collect();
-    let files: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_slice()))
-        .collect();
-    github.add_repo(installation, "acme/docs", &files);
+    github.add_repo_owned(installation, "acme/docs", &files);
     let tree = github.head_tree("acme/docs").unwrap();
     let url = format!(
         "{}/repos/acme/docs/git/trees/{tree}?recursive=1",

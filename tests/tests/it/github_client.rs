@@ -93,11 +93,7 @@ async fn the_client_asks_for_gzip_and_decodes_it() {
             )
         })
         .collect();
-    let files: Vec<(&str, &[u8])> = files
-        .iter()
-        .map(|(p, c)| (p.as_str(), c.as_slice()))
-        .collect();
-    s.fake.add_repo(s.installation, "acme/docs", &files);
+    s.fake.add_repo_owned(s.installation, "acme/docs", &files);
     let client = s.client();
     let tree_sha = s.fake.head_tree("acme/docs").unwrap();
     s.fake.reset_log();

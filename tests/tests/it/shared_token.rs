@@ -16,6 +16,7 @@ use shared::sync::{RepoOutcome, sync_repository};
 use sqlx::PgPool;
 use syncplane_tests::db::TestDb;
 use syncplane_tests::fake_github::{Endpoint, FakeGithub};
+use syncplane_tests::rows::row_versions;
 
 struct Setup {
     db: TestDb,
@@ -63,13 +64,8 @@ impl Setup {
     /// A process the way the CLI and every function build it: configuration from environment
     /// variables, `Tenants::from_config`.
     fn tenant_process(&self) -> shared::sync::workspace::Workspace {
-        let env = BTreeMap::from([
-            ("DATABASE_URL", self.db.url().expose().to_owned()),
-            ("GITHUB_API_URL", self.gh.url()),
-            ("GITHUB_APP_ID", self.gh.app_id().to_string()),
-            ("GITHUB_INSTALLATION_ID", self.installation.to_string()),
-            ("GITHUB_APP_PRIVATE_KEY", self.gh.private_key_pem()),
-        ]);
+        let mut env = BTreeMap::from_iter(self.gh.app_env(self.installation));
+        env.insert("DATABASE_URL", self.db.url().expose().to_owned());
         let config = shared::config::from_lookup(|k| env.get(k).cloned()).unwrap();
         let id = config.tenants[0].id.as_str().to_owned();
         Tenants::from_config(&config, 2, RunOptions::default())
@@ -82,21 +78,6 @@ impl Setup {
         sqlx::query_as(
             "SELECT installation_id, nonce, ciphertext FROM github_installation_tokens
              ORDER BY installation_id",
-        )
-        .fetch_all(&self.db.pool)
-        .await
-        .unwrap()
-    }
-
-    /// Every row's (table, key, xmin) in the sync tables and the token table: equal snapshots
-    /// prove nothing was written.
-    async fn row_versions(&self) -> Vec<(String, String, String)> {
-        sqlx::query_as(
-            "SELECT 'repos', github_id::text, xmin::text FROM repos
-             UNION ALL SELECT 'documents', repo_id || ':' || path, xmin::text FROM documents
-             UNION ALL SELECT 'readmes', repo_id::text, xmin::text FROM readmes
-             UNION ALL SELECT 'tokens', installation_id::text, xmin::text FROM github_installation_tokens
-             ORDER BY 1, 2",
         )
         .fetch_all(&self.db.pool)
         .await
@@ -122,7 +103,7 @@ async fn two_processes_sync_an_unchanged_repository_with_one_304_each_and_write_
 
     for name in ["second process", "third process"] {
         let process = s.tenant_process();
-        let before = s.row_versions().await;
+        let before = row_versions(&s.db.pool).await;
         let remaining = s.gh.rate_limit_remaining();
         s.gh.reset_log();
         let outcome = sync_repository(&process.pool, &process.client, &config, &repo)
@@ -145,7 +126,11 @@ async fn two_processes_sync_an_unchanged_repository_with_one_304_each_and_write_
             remaining,
             "{name}: no rate-limit unit"
         );
-        assert_eq!(s.row_versions().await, before, "{name}: no row written");
+        assert_eq!(
+            row_versions(&s.db.pool).await,
+            before,
+            "{name}: no row written"
+        );
     }
 }
 
