@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
@@ -41,4 +42,16 @@ fn pool_options(max_connections: u32) -> PgPoolOptions {
 /// Apply every pending migration; applying twice is a no-op.
 pub async fn migrate(pool: &PgPool) -> Result<(), sqlx::migrate::MigrateError> {
     MIGRATOR.run(pool).await
+}
+
+/// An advisory lock key: the first 8 bytes of SHA-256(namespace || id), as Postgres's bigint.
+/// Namespaces keep the key spaces of different lock kinds apart.
+pub fn lock_key(namespace: &str, id: &str) -> i64 {
+    let digest = Sha256::new()
+        .chain_update(namespace.as_bytes())
+        .chain_update(id.as_bytes())
+        .finalize();
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    i64::from_be_bytes(first)
 }

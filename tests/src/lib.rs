@@ -10,6 +10,7 @@ pub mod pg_proxy;
 pub mod processes;
 pub mod provisioned;
 pub mod sqs;
+pub mod rows;
 
 use std::sync::Once;
 

@@ -21,7 +21,8 @@ use super::model::{
 };
 use super::pagination::next_link;
 use super::rate_limit::{Decision, RateLimit, RateLimitHit, decide};
-use super::token::{CachedToken, DEFAULT_REFRESH_MARGIN, TokenSlot};
+use super::token::{CachedToken, DEFAULT_REFRESH_MARGIN, IssuedToken, TokenSlot};
+use super::token_store::TokenStore;
 use crate::config::{GithubAppConfig, Secret};
 
 const JSON: &str = "application/vnd.github+json";
@@ -40,6 +41,9 @@ pub struct ClientOptions {
     pub per_page: u32,
     /// A listing longer than this many pages is refused as `Decode` (a server looping on `next`).
     pub max_pages: u32,
+    /// With a shared token store: how long to wait for another process that is minting the
+    /// installation token before minting one for this process only.
+    pub token_lock_wait: Duration,
 }
 
 impl Default for ClientOptions {
@@ -50,6 +54,7 @@ impl Default for ClientOptions {
             token_refresh_margin: DEFAULT_REFRESH_MARGIN,
             per_page: 100,
             max_pages: 1000,
+            token_lock_wait: Duration::from_secs(10),
         }
     }
 }
@@ -71,6 +76,8 @@ struct Inner {
     rate_limit_budget: Duration,
     options: ClientOptions,
     token: TokenSlot,
+    /// The installation token shared with the tenant's other processes; `None`: this process's own.
+    store: Option<TokenStore>,
     token_generation: AtomicU64,
     requests: AtomicU64,
     bytes: AtomicU64,
@@ -133,6 +140,24 @@ impl GithubClient {
         config: &GithubAppConfig,
         options: ClientOptions,
     ) -> Result<Self, GithubError> {
+        Self::build(config, options, None)
+    }
+
+    /// A client whose installation token is shared, through the tenant's database, with every
+    /// other process of the tenant (so ETags stored by one answer 304 for the others).
+    pub fn with_token_store(
+        config: &GithubAppConfig,
+        options: ClientOptions,
+        pool: sqlx::PgPool,
+    ) -> Result<Self, GithubError> {
+        Self::build(config, options, Some(pool))
+    }
+
+    fn build(
+        config: &GithubAppConfig,
+        options: ClientOptions,
+        pool: Option<sqlx::PgPool>,
+    ) -> Result<Self, GithubError> {
         let signer = AppSigner::new(config.app_id, config.private_key_pem.expose())?;
         let mut base = config.api_url.clone();
         base.set_query(None);
@@ -140,6 +165,16 @@ impl GithubClient {
         if base.cannot_be_a_base() {
             return Err(GithubError::Transport);
         }
+        let store = pool.map(|pool| {
+            TokenStore::new(
+                pool,
+                config.private_key_pem.expose(),
+                base.as_str(),
+                config.app_id,
+                config.installation_id,
+                options.token_lock_wait,
+            )
+        });
         let (aborted, _) = watch::channel(false);
         Ok(Self {
             inner: Arc::new(Inner {
@@ -150,6 +185,7 @@ impl GithubClient {
                 rate_limit_budget: Duration::from_secs(config.rate_limit_wait_budget_secs),
                 options,
                 token: TokenSlot::default(),
+                store,
                 token_generation: AtomicU64::new(0),
                 requests: AtomicU64::new(0),
                 bytes: AtomicU64::new(0),
@@ -421,7 +457,7 @@ impl GithubClient {
         loop {
             let token = self.installation_token().await?;
             let reply = self
-                .send_once(call, &format!("token {}", token.value.expose()))
+                .send_once(call, &format!("token {}", token.token.value.expose()))
                 .await?;
             if is_pass(call, reply.status) {
                 return Ok(reply);
@@ -471,30 +507,51 @@ impl GithubClient {
         }
     }
 
-    /// The cached installation token, exchanged when missing or near expiry. Concurrent callers
-    /// share one exchange (the slot's lock is held across it).
+    /// The cached installation token; when missing or near expiry, the shared one (if a store is
+    /// configured and its token is usable) or a fresh exchange. Concurrent callers share one
+    /// acquisition (the slot's lock is held across it).
     async fn installation_token(&self) -> Result<CachedToken, GithubError> {
         let mut slot = self.inner.token.slot.lock().await;
-        if let Some(token) = slot.as_ref()
-            && !token.needs_renewal(Utc::now(), self.inner.options.token_refresh_margin)
+        let margin = self.inner.options.token_refresh_margin;
+        if let Some(cached) = slot.current.as_ref()
+            && !cached.token.needs_renewal(Utc::now(), margin)
         {
-            return Ok(token.clone());
+            return Ok(cached.clone());
         }
-        let fresh = self.exchange_token().await?;
-        *slot = Some(fresh.clone());
+        let token = match &self.inner.store {
+            None => self.exchange_token().await?,
+            Some(store) => {
+                let refused = slot.refused.as_ref();
+                let usable = |t: &IssuedToken| {
+                    !t.needs_renewal(Utc::now(), margin) && !refused.is_some_and(|r| t.is(r))
+                };
+                store
+                    .obtain(usable, async || self.exchange_token().await)
+                    .await?
+            }
+        };
+        let generation = self.inner.token_generation.fetch_add(1, Ordering::Relaxed) + 1;
+        let fresh = CachedToken { token, generation };
+        slot.current = Some(fresh.clone());
+        slot.refused = None;
         Ok(fresh)
     }
 
-    /// Drop the cached token if it is still the one that was refused.
+    /// Drop the cached token if it is still the one that was refused, and remember it so the
+    /// shared store does not hand it out again.
     async fn forget_token(&self, generation: u64) {
         let mut slot = self.inner.token.slot.lock().await;
-        if slot.as_ref().is_some_and(|t| t.generation == generation) {
-            *slot = None;
+        if slot
+            .current
+            .as_ref()
+            .is_some_and(|t| t.generation == generation)
+        {
+            slot.refused = slot.current.take().map(|t| t.token.value);
         }
     }
 
     /// `POST /app/installations/{id}/access_tokens` with the App JWT.
-    async fn exchange_token(&self) -> Result<CachedToken, GithubError> {
+    async fn exchange_token(&self) -> Result<IssuedToken, GithubError> {
         let id = self.inner.installation_id.to_string();
         let url = self.endpoint(&["app", "installations", &id, "access_tokens"])?;
         let call = Call {
@@ -504,12 +561,10 @@ impl GithubClient {
         let reply = self.app_call(&call).await?;
         expect_status(&reply, StatusCode::CREATED)?;
         let raw: RawAccessToken = decode(&reply.body)?;
-        let generation = self.inner.token_generation.fetch_add(1, Ordering::Relaxed) + 1;
-        debug!(expires_at = %raw.expires_at, generation, "installation token exchanged");
-        Ok(CachedToken {
+        debug!(expires_at = %raw.expires_at, "installation token exchanged");
+        Ok(IssuedToken {
             value: Secret::new(raw.token),
             expires_at: raw.expires_at,
-            generation,
         })
     }
 

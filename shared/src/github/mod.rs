@@ -3,6 +3,9 @@
 //! reads. Errors are typed so the engine can tell a run-stopping failure from a per-repository one
 //! (spec "Failure handling").
 //!
+//! With a database, the installation token is shared by every process of the tenant (encrypted in
+//! Postgres, see `token_store`), so ETags stay valid across processes.
+//!
 //! Secrets (the key, JWTs, installation tokens) never reach a log line or `Debug` output; requests
 //! are logged at debug with method, path, status and the remaining rate limit.
 
@@ -13,6 +16,8 @@ mod model;
 mod pagination;
 mod rate_limit;
 mod token;
+mod token_cipher;
+mod token_store;
 
 pub use client::{ClientOptions, GithubClient};
 pub use error::GithubError;

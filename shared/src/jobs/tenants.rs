@@ -1,5 +1,6 @@
 //! The tenants of a process and their workspaces, built once (lazily connected pools, one GitHub
-//! client per installation) and reused across invocations.
+//! client per installation, its token shared through the tenant's database) and reused across
+//! invocations.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -8,7 +9,7 @@ use sqlx::PgPool;
 
 use crate::config::{Config, TenantConfig};
 use crate::db;
-use crate::github::{GithubClient, GithubError};
+use crate::github::{ClientOptions, GithubClient, GithubError};
 use crate::jobs::JobError;
 use crate::sync::workspace::{RunOptions, Workspace};
 
@@ -25,7 +26,8 @@ impl Entry {
     fn client(&self) -> &Result<GithubClient, Option<GithubError>> {
         self.client.get_or_init(|| {
             let gh = self.config.github.as_ref().ok_or(None)?;
-            GithubClient::new(gh).map_err(|e| {
+            // The tenant's database shares the installation token with its other processes.
+            GithubClient::with_token_store(gh, ClientOptions::default(), self.pool.clone()).map_err(|e| {
                 tracing::error!(tenant = %self.config.id, error = %e, "GitHub App client unusable");
                 Some(e)
             })

@@ -6,7 +6,6 @@
 //! rename cannot let two syncs overlap. A lock dies with its connection: if a lock cannot be
 //! released cleanly, its connection is closed instead of going back to the pool.
 
-use sha2::{Digest, Sha256};
 use sqlx::pool::PoolConnection;
 use sqlx::{PgPool, Postgres};
 
@@ -15,16 +14,7 @@ pub const REPO_NAMESPACE: &str = "syncplane:repo:";
 pub const RUN_NAMESPACE: &str = "syncplane:run:";
 pub const SCHEDULER_NAMESPACE: &str = "syncplane:scheduler:";
 
-/// First 8 bytes of SHA-256(namespace || id), as Postgres's bigint lock key.
-pub fn lock_key(namespace: &str, id: &str) -> i64 {
-    let digest = Sha256::new()
-        .chain_update(namespace.as_bytes())
-        .chain_update(id.as_bytes())
-        .finalize();
-    let mut first = [0u8; 8];
-    first.copy_from_slice(&digest[..8]);
-    i64::from_be_bytes(first)
-}
+pub use crate::db::lock_key;
 
 /// The lock key of a repository, by GitHub id.
 pub fn repo_key(github_id: i64) -> i64 {
@@ -109,6 +99,7 @@ impl Drop for HeldLock {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sha2::{Digest, Sha256};
 
     #[test]
     fn keys_are_stable_and_namespaced() {

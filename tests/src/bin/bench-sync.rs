@@ -22,6 +22,7 @@ use shared::sync::workspace::{RunOptions, Workspace};
 use shared::sync::{RepoOutcome, sync_repository};
 use syncplane_tests::db::TestDb;
 use syncplane_tests::fake_github::{Change, Endpoint, FakeGithub};
+use syncplane_tests::rows::{changed, row_versions};
 
 fn client(gh: &FakeGithub, installation: u64) -> GithubClient {
     let config = GithubAppConfig {
@@ -59,24 +60,6 @@ fn cpu_time() -> Duration {
     // Fields after the command: state is 0, utime is 11, stime is 12.
     let total = ticks(11) + ticks(12);
     Duration::from_millis(total * 10)
-}
-
-async fn row_versions(db: &TestDb) -> Vec<(String, String, String)> {
-    sqlx::query_as(
-        "SELECT 'repos', github_id::text, xmin::text FROM repos
-         UNION ALL SELECT 'documents', repo_id || ':' || path, xmin::text FROM documents
-         UNION ALL SELECT 'readmes', repo_id::text, xmin::text FROM readmes
-         UNION ALL SELECT 'code_owners', repo_id || ':' || line, xmin::text FROM code_owners
-         ORDER BY 1, 2",
-    )
-    .fetch_all(&db.pool)
-    .await
-    .expect("row versions")
-}
-
-fn changed(before: &[(String, String, String)], after: &[(String, String, String)]) -> usize {
-    let b: std::collections::HashSet<_> = before.iter().collect();
-    after.iter().filter(|r| !b.contains(r)).count() + before.len().saturating_sub(after.len())
 }
 
 async fn one_repository(docs: usize) {
@@ -126,7 +109,7 @@ async fn one_repository(docs: usize) {
         counts.added
     );
 
-    let before = row_versions(&db).await;
+    let before = row_versions(&db.pool).await;
     gh.reset_log();
     let req0 = c.requests_made();
     let started = Instant::now();
@@ -138,7 +121,7 @@ async fn one_repository(docs: usize) {
         outcome,
         started.elapsed().as_secs_f64() * 1000.0,
         c.requests_made() - req0,
-        changed(&before, &row_versions(&db).await)
+        changed(&before, &row_versions(&db.pool).await)
     );
 
     gh.push(
@@ -203,7 +186,7 @@ async fn many_repositories(repos: usize) {
         first.counts.github_requests
     );
     gh.set_latency(Duration::from_millis(1));
-    let before = row_versions(&db).await;
+    let before = row_versions(&db.pool).await;
     let runs_before: i64 = sqlx::query_scalar("SELECT count(*) FROM sync_runs")
         .fetch_one(&db.pool)
         .await
@@ -228,7 +211,7 @@ async fn many_repositories(repos: usize) {
         pages,
         gh.count(Endpoint::Branch),
         report.counts.repos_unchanged,
-        changed(&before, &row_versions(&db).await),
+        changed(&before, &row_versions(&db.pool).await),
         runs_after - runs_before,
         cpu.as_secs_f64() * 1000.0,
         cpu.as_secs_f64() * 1000.0 / repos as f64

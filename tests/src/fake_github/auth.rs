@@ -30,7 +30,8 @@ fn decoding_key() -> &'static DecodingKey {
     })
 }
 
-fn credentials(headers: &HeaderMap) -> Option<&str> {
+/// The credential of an `Authorization: Bearer|token <credential>` header.
+pub(crate) fn credentials(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, credential) = value.trim().split_once(' ')?;
     (scheme.eq_ignore_ascii_case("bearer") || scheme.eq_ignore_ascii_case("token"))

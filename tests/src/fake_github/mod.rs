@@ -1,7 +1,8 @@
 //! A faithful fake of the GitHub REST API surface syncplane uses (see
 //! `notes/github-interfaces.md`): App JWT and installation tokens, repositories holding real
-//! git objects (ids equal to git's), ETag/304 on branches, Link pagination, tree truncation,
-//! rate-limit headers and budget, faults on demand, artificial latency and a request log.
+//! git objects (ids equal to git's), ETag/304 on branches (ETags scoped to the token that
+//! received them, like GitHub's), gzip when asked, Link pagination, tree truncation, rate-limit
+//! headers and budget, faults on demand, artificial latency and a request log.
 //!
 //! Simplifications, on purpose: one rate-limit budget for the whole fake (App and installation
 //! requests alike); a renamed repository's old name answers 404 (GitHub answers 301); pushes
@@ -66,8 +67,10 @@ pub struct LoggedRequest {
     pub path: String,
     pub endpoint: Endpoint,
     pub status: u16,
-    /// Response body bytes.
+    /// Response body bytes (before content encoding).
     pub bytes: u64,
+    /// Body bytes as sent: gzipped when the request accepted gzip.
+    pub wire_bytes: u64,
 }
 
 pub(crate) struct Shared {
@@ -241,6 +244,31 @@ impl FakeGithub {
         id
     }
 
+    /// [`add_repo`](Self::add_repo) for generated (owned) contents.
+    pub fn add_repo_owned(
+        &self,
+        installation_id: u64,
+        full_name: &str,
+        files: &[(String, Vec<u8>)],
+    ) -> u64 {
+        let files: Vec<(&str, &[u8])> = files
+            .iter()
+            .map(|(p, c)| (p.as_str(), c.as_slice()))
+            .collect();
+        self.add_repo(installation_id, full_name, &files)
+    }
+
+    /// The environment variables that point the CLI or a function at this fake's App and
+    /// `installation` (as a process reads them; `DATABASE_URL` and the rest are the caller's).
+    pub fn app_env(&self, installation_id: u64) -> Vec<(&'static str, String)> {
+        vec![
+            ("GITHUB_API_URL", self.url()),
+            ("GITHUB_APP_ID", self.app_id().to_string()),
+            ("GITHUB_INSTALLATION_ID", installation_id.to_string()),
+            ("GITHUB_APP_PRIVATE_KEY", self.private_key_pem()),
+        ]
+    }
+
     /// A new commit on the default branch (parent: the previous head). Returns its sha.
     pub fn push(&self, full_name: &str, changes: &[Change]) -> String {
         let commit = self
@@ -306,6 +334,24 @@ impl FakeGithub {
 
     pub fn set_suspended(&self, installation_id: u64, suspended: bool) {
         self.state().installation_mut(installation_id).suspended_at = suspended.then(Utc::now);
+    }
+
+    /// Revokes every token of the installation (GitHub's `DELETE /installation/token`): the next
+    /// request with one of them gets 401 Bad credentials.
+    pub fn revoke_tokens(&self, installation_id: u64) {
+        self.state()
+            .tokens
+            .retain(|_, token| token.installation_id != installation_id);
+    }
+
+    /// Tokens minted for the installation so far that are still valid.
+    pub fn live_tokens(&self, installation_id: u64) -> usize {
+        let now = Utc::now();
+        self.state()
+            .tokens
+            .values()
+            .filter(|t| t.installation_id == installation_id && t.expires_at > now)
+            .count()
     }
 
     /// Deleting an installation also revokes its tokens.
@@ -391,8 +437,14 @@ impl FakeGithub {
         self.state().log.len()
     }
 
+    /// Body bytes sent, before content encoding (what a client counts after decoding).
     pub fn bytes_sent(&self) -> u64 {
         self.state().log.iter().map(|r| r.bytes).sum()
+    }
+
+    /// Body bytes sent on the wire (gzipped where the request accepted gzip).
+    pub fn wire_bytes_sent(&self) -> u64 {
+        self.state().log.iter().map(|r| r.wire_bytes).sum()
     }
 
     /// Clears the request log and the in-flight maxima.

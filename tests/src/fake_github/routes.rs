@@ -64,9 +64,11 @@ pub(crate) fn classify(method: &Method, path: &str) -> Endpoint {
 }
 
 /// Every request: artificial latency, armed faults, the rate-limit budget (a 304 spends
-/// nothing), rate-limit headers on the answer, then the log entry.
+/// nothing), rate-limit headers on the answer, gzip when the request accepts it, then the log
+/// entry.
 async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
+    let gzip = accepts_gzip(request.headers());
     let path = request.uri().path_and_query().map_or_else(
         || request.uri().path().to_owned(),
         |p| p.as_str().to_owned(),
@@ -101,6 +103,7 @@ async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -
                 endpoint,
                 status: 0,
                 bytes: 0,
+                wire_bytes: 0,
             });
             let mut stopped = shared.shutdown.clone();
             tokio::select! {
@@ -136,15 +139,54 @@ async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -
         headers.insert("x-ratelimit-reset", HeaderValue::from(rate.reset_at));
         headers.insert("x-ratelimit-resource", HeaderValue::from_static("core"));
     }
-    state.log.push(LoggedRequest {
+    drop(state);
+    let bytes = body.len() as u64;
+    let body = if gzip && !body.is_empty() {
+        gzip_body(&mut parts.headers, &body)
+    } else {
+        body
+    };
+    shared.lock().log.push(LoggedRequest {
         method: method.to_string(),
         path,
         endpoint,
         status: parts.status.as_u16(),
-        bytes: body.len() as u64,
+        bytes,
+        wire_bytes: body.len() as u64,
     });
-    drop(state);
     Response::from_parts(parts, Body::from(body))
+}
+
+/// `Accept-Encoding` lists gzip (or `*`) without `q=0`.
+fn accepts_gzip(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT_ENCODING)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|coding| {
+            let mut parts = coding.split(';').map(str::trim);
+            let name = parts.next().unwrap_or_default();
+            let refused = parts.any(|p| {
+                p.strip_prefix("q=")
+                    .and_then(|q| q.parse::<f32>().ok())
+                    .is_some_and(|q| q == 0.0)
+            });
+            (name.eq_ignore_ascii_case("gzip") || name == "*") && !refused
+        })
+}
+
+/// The body gzipped, with the headers GitHub sends for it.
+fn gzip_body(headers: &mut HeaderMap, body: &[u8]) -> bytes::Bytes {
+    use std::io::Write;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    // Writing to a Vec cannot fail.
+    let _ = encoder.write_all(body);
+    let compressed = encoder.finish().unwrap_or_default();
+    headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    headers.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    headers.remove(header::CONTENT_LENGTH);
+    compressed.into()
 }
 
 /// Counts a request as in flight until it is answered (or its future is dropped).
@@ -466,9 +508,11 @@ async fn repo(
     axum::Json(repo_json(&state.base_url, repo)).into_response()
 }
 
-/// The branch ETag, weak like GitHub's, a function of the branch and its head commit.
-fn branch_etag(branch: &str, head: &Oid) -> String {
-    let digest = Sha256::digest(format!("{branch}\0{}", git::to_hex(head)).as_bytes());
+/// The branch ETag, weak like GitHub's, a function of the token that asks, the branch and its
+/// head commit: like GitHub's, an ETag another token received never matches (a new token gets a
+/// 200 for an old ETag).
+fn branch_etag(token: &str, branch: &str, head: &Oid) -> String {
+    let digest = Sha256::digest(format!("{token}\0{branch}\0{}", git::to_hex(head)).as_bytes());
     format!("W/\"{}\"", hex::encode(digest))
 }
 
@@ -500,7 +544,8 @@ async fn branch(
     else {
         return gh_error(StatusCode::NOT_FOUND, "Branch not found");
     };
-    let etag = branch_etag(&branch, head);
+    let token = auth::credentials(&headers).unwrap_or_default();
+    let etag = branch_etag(token, &branch, head);
     let etag_value = HeaderValue::from_str(&etag).unwrap_or(HeaderValue::from_static("W/\"\""));
     if etag_matches(&headers, &etag) {
         return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag_value)]).into_response();

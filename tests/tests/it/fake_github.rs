@@ -373,6 +373,132 @@ async fn an_unchanged_branch_answers_304_and_spends_no_rate_limit() {
     assert_eq!(json_of(changed).await["commit"]["sha"], json!(new_head));
 }
 
+async fn get_if_none_match(github: &FakeGithub, token: &str, path: &str, etag: &str) -> Response {
+    Client::new()
+        .get(format!("{}{path}", github.url()))
+        .header("authorization", format!("token {token}"))
+        .header("if-none-match", etag)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_new_token_gets_200_for_an_etag_another_token_received() {
+    let (github, installation, old_token) = setup().await;
+    github.add_repo(installation, "acme/docs", &[("docs/a.md", b"a")]);
+    let path = "/repos/acme/docs/branches/main";
+    let old_etag = header(&get(&github, &old_token, path).await, "etag").unwrap();
+    let new_token = token(&github, installation).await;
+    assert_ne!(new_token, old_token);
+
+    let remaining = github.rate_limit_remaining();
+    let answer = get_if_none_match(&github, &new_token, path, &old_etag).await;
+    assert_eq!(
+        answer.status(),
+        StatusCode::OK,
+        "ETags are scoped to a token"
+    );
+    let new_etag = header(&answer, "etag").unwrap();
+    assert_ne!(new_etag, old_etag);
+    assert_eq!(
+        json_of(answer).await["commit"]["sha"].as_str(),
+        github.branch_head("acme/docs", "main").as_deref()
+    );
+    assert_eq!(
+        github.rate_limit_remaining(),
+        remaining - 1,
+        "the 200 is charged"
+    );
+
+    // Each token's own ETag still answers 304 for it, and only for it.
+    for (token, etag, status) in [
+        (&new_token, &new_etag, StatusCode::NOT_MODIFIED),
+        (&old_token, &old_etag, StatusCode::NOT_MODIFIED),
+        (&old_token, &new_etag, StatusCode::OK),
+    ] {
+        assert_eq!(
+            get_if_none_match(&github, token, path, etag).await.status(),
+            status
+        );
+    }
+}
+
+// ---- gzip ----
+
+fn gunzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Read;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(data)
+        .read_to_end(&mut out)
+        .unwrap();
+    out
+}
+
+#[tokio::test]
+async fn answers_are_gzipped_when_the_request_accepts_gzip() {
+    let (github, installation, token) = setup().await;
+    let files: Vec<(String, Vec<u8>)> = (0..40)
+        .map(|i| {
+            (
+                format!("docs/page-{i:03}.md"),
+                format!("# Page {i}\n").into_bytes(),
+            )
+        })
+        .collect();
+    github.add_repo_owned(installation, "acme/docs", &files);
+    let tree = github.head_tree("acme/docs").unwrap();
+    let url = format!(
+        "{}/repos/acme/docs/git/trees/{tree}?recursive=1",
+        github.url()
+    );
+    // No automatic decompression: the bytes as sent.
+    let raw_client = Client::builder().no_gzip().build().unwrap();
+    let fetch = |accept_encoding: Option<&'static str>| {
+        let mut request = raw_client
+            .get(&url)
+            .header("authorization", format!("token {token}"));
+        if let Some(value) = accept_encoding {
+            request = request.header("accept-encoding", value);
+        }
+        request.send()
+    };
+
+    let plain = fetch(None).await.unwrap();
+    assert_eq!(header(&plain, "content-encoding"), None);
+    let plain = plain.bytes().await.unwrap();
+    let listed: Value = serde_json::from_slice(&plain).unwrap();
+    assert_eq!(
+        listed["tree"].as_array().unwrap().len(),
+        41,
+        "docs/ and 40 files"
+    );
+
+    github.reset_log();
+    let zipped = fetch(Some("gzip, deflate")).await.unwrap();
+    assert_eq!(header(&zipped, "content-encoding").as_deref(), Some("gzip"));
+    assert_eq!(header(&zipped, "vary").as_deref(), Some("Accept-Encoding"));
+    let zipped = zipped.bytes().await.unwrap();
+    assert!(
+        zipped.len() < plain.len() / 2,
+        "{} vs {}",
+        zipped.len(),
+        plain.len()
+    );
+    assert_eq!(gunzip(&zipped), plain.to_vec());
+    let logged = &github.requests()[0];
+    assert_eq!(
+        (logged.bytes, logged.wire_bytes),
+        (plain.len() as u64, zipped.len() as u64),
+        "the log keeps both sizes"
+    );
+    assert_eq!(github.wire_bytes_sent(), zipped.len() as u64);
+
+    let refused = fetch(Some("gzip;q=0, identity")).await.unwrap();
+    assert_eq!(header(&refused, "content-encoding"), None);
+    assert_eq!(refused.bytes().await.unwrap(), plain);
+}
+
 // ---- pagination ----
 
 fn next_link(response: &Response) -> Option<String> {

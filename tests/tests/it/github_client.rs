@@ -83,6 +83,44 @@ async fn one_token_exchange_serves_many_calls_including_concurrent_ones() {
 }
 
 #[tokio::test]
+async fn the_client_asks_for_gzip_and_decodes_it() {
+    let s = setup().await;
+    let files: Vec<(String, Vec<u8>)> = (0..60)
+        .map(|i| {
+            (
+                format!("docs/page-{i:03}.md"),
+                format!("# Page {i}\n").into_bytes(),
+            )
+        })
+        .collect();
+    s.fake.add_repo_owned(s.installation, "acme/docs", &files);
+    let client = s.client();
+    let tree_sha = s.fake.head_tree("acme/docs").unwrap();
+    s.fake.reset_log();
+    let tree = client.tree("acme", "docs", &tree_sha).await.unwrap();
+    assert_eq!(tree.entries.len(), 61, "docs/ and 60 files, decoded");
+    let blob_sha = FakeGithub::blob_sha(b"# Page 7\n");
+    let blob = client.blob("acme", "docs", &blob_sha).await.unwrap();
+    assert_eq!(blob.as_ref(), b"# Page 7\n");
+
+    let tree_request = s
+        .fake
+        .requests()
+        .into_iter()
+        .find(|r| r.endpoint == Endpoint::Tree)
+        .unwrap();
+    assert!(
+        tree_request.wire_bytes < tree_request.bytes / 2,
+        "the tree came gzipped: {tree_request:?}"
+    );
+    assert_eq!(
+        client.bytes_received(),
+        s.fake.bytes_sent(),
+        "the client counts decoded bytes"
+    );
+}
+
+#[tokio::test]
 async fn the_installation_token_is_renewed_before_it_expires() {
     let s = setup().await;
     s.fake

@@ -10,3 +10,4 @@ mod ingest;
 mod migrations;
 mod ops;
 mod runs;
+mod shared_token;
