@@ -592,19 +592,11 @@ async fn tree(
     };
     // GitHub treats any value of `recursive` as "recursive".
     let recursive = params.contains_key("recursive");
-    let mut listed = if recursive {
+    let listed = if recursive {
         repo.objects.list_recursive(&tree)
     } else {
         repo.objects.list_flat(&tree)
     };
-    let mut truncated = false;
-    if let Some(max) = state
-        .tree_truncation
-        .filter(|max| recursive && listed.len() > *max)
-    {
-        listed.truncate(max);
-        truncated = true;
-    }
     let base = format!("{}/repos/{}", state.base_url, repo.full_name());
     let entries: Vec<Value> = listed
         .iter()
@@ -627,6 +619,12 @@ async fn tree(
             value
         })
         .collect();
+    let (entries, truncated) = if recursive {
+        let max_entries = state.tree_truncation.unwrap_or(RECURSIVE_MAX_ENTRIES);
+        limit_recursive(entries, max_entries, RECURSIVE_MAX_BYTES)
+    } else {
+        (entries, false)
+    };
     let sha = git::to_hex(&tree);
     axum::Json(json!({
         "sha": sha,
@@ -635,6 +633,32 @@ async fn tree(
         "truncated": truncated,
     }))
     .into_response()
+}
+
+/// GitHub's limits on one recursive tree read: "The limit for the tree array is 100,000 entries
+/// with a maximum size of 7 MB when using the recursive parameter." Past either, the answer lists
+/// the first entries only and says `"truncated": true`. Non-recursive reads are not cut.
+pub(crate) const RECURSIVE_MAX_ENTRIES: usize = 100_000;
+pub(crate) const RECURSIVE_MAX_BYTES: usize = 7 * 1024 * 1024;
+
+/// The first entries that fit both limits, and whether any were left out.
+fn limit_recursive(
+    mut entries: Vec<Value>,
+    max_entries: usize,
+    max_bytes: usize,
+) -> (Vec<Value>, bool) {
+    let mut bytes = 0;
+    let mut fit = 0;
+    for entry in entries.iter().take(max_entries) {
+        bytes += entry.to_string().len() + 1;
+        if bytes > max_bytes {
+            break;
+        }
+        fit += 1;
+    }
+    let truncated = fit < entries.len();
+    entries.truncate(fit);
+    (entries, truncated)
 }
 
 /// Base64 the way GitHub's blob API sends it: a line break after every 60 characters.
