@@ -621,7 +621,10 @@ async fn tree(
         .collect();
     let (entries, truncated) = if recursive {
         let max_entries = state.tree_truncation.unwrap_or(RECURSIVE_MAX_ENTRIES);
-        limit_recursive(entries, max_entries, RECURSIVE_MAX_BYTES)
+        let fit = entries_that_fit(&listed, max_entries, RECURSIVE_MAX_BYTES);
+        let mut entries = entries;
+        entries.truncate(fit);
+        (entries, fit < listed.len())
     } else {
         (entries, false)
     };
@@ -637,28 +640,36 @@ async fn tree(
 
 /// GitHub's limits on one recursive tree read: "The limit for the tree array is 100,000 entries
 /// with a maximum size of 7 MB when using the recursive parameter." Past either, the answer lists
-/// the first entries only and says `"truncated": true`. Non-recursive reads are not cut.
+/// the first entries only and says `"truncated": true`. Non-recursive reads are not cut. The size
+/// is taken as git prints the listing (`git ls-tree -r -t`: mode, type, id, path, one line each),
+/// where 100,000 entries of ordinary paths come to about 7 MB: the two limits meet there.
 pub(crate) const RECURSIVE_MAX_ENTRIES: usize = 100_000;
 pub(crate) const RECURSIVE_MAX_BYTES: usize = 7 * 1024 * 1024;
 
-/// The first entries that fit both limits, and whether any were left out.
-fn limit_recursive(
-    mut entries: Vec<Value>,
+/// How many of the first entries fit both limits.
+pub(crate) fn entries_that_fit(
+    listed: &[git::Listed],
     max_entries: usize,
     max_bytes: usize,
-) -> (Vec<Value>, bool) {
+) -> usize {
     let mut bytes = 0;
     let mut fit = 0;
-    for entry in entries.iter().take(max_entries) {
-        bytes += entry.to_string().len() + 1;
+    for entry in listed.iter().take(max_entries) {
+        // "<mode> <type> <40 hex>\t<path>\n"
+        bytes += entry.mode.api().len()
+            + 1
+            + entry.mode.kind().len()
+            + 1
+            + 40
+            + 1
+            + entry.path.len()
+            + 1;
         if bytes > max_bytes {
             break;
         }
         fit += 1;
     }
-    let truncated = fit < entries.len();
-    entries.truncate(fit);
-    (entries, truncated)
+    fit
 }
 
 /// Base64 the way GitHub's blob API sends it: a line break after every 60 characters.

@@ -571,8 +571,9 @@ async fn recursive_reads_stop_at_githubs_100000_entries_but_level_reads_list_eve
 #[tokio::test]
 async fn recursive_reads_stop_at_githubs_7_mb_and_the_log_counts_the_bytes_sent() {
     let (github, installation, token) = setup().await;
-    // Long names: about 20,000 entries of ~430 bytes of JSON each pass 7 MB well before 100,000.
-    let names: Vec<String> = (0..20_000)
+    // Long names: 30,000 entries of ~300 bytes each (as `git ls-tree -r -t` prints them) pass
+    // 7 MB well before 100,000 entries.
+    let names: Vec<String> = (0..30_000)
         .map(|i| format!("{i:06}{}.md", "n".repeat(240)))
         .collect();
     let files: Vec<(&str, &[u8])> = names
@@ -594,11 +595,11 @@ async fn recursive_reads_stop_at_githubs_7_mb_and_the_log_counts_the_bytes_sent(
         body.len() as u64,
         "the log counts the body as sent"
     );
-    assert!(body.len() <= 7 * 1024 * 1024 + 1024, "{} bytes", body.len());
     let cut: Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(cut["truncated"], json!(true));
     let kept = cut["tree"].as_array().unwrap().len();
-    assert!((10_000..20_000).contains(&kept), "{kept} entries kept");
+    let line = "100644 blob ".len() + 40 + 1 + names[0].len() + 1;
+    assert_eq!(kept, 7 * 1024 * 1024 / line, "as many lines as fit in 7 MB");
     assert_eq!(cut["tree"][kept - 1]["path"], json!(names[kept - 1]));
 }
 
