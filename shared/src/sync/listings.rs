@@ -386,6 +386,29 @@ mod tests {
     }
 
     #[test]
+    fn a_level_read_holding_a_path_does_not_decode() {
+        let tree = Tree {
+            sha: "d0".into(),
+            truncated: false,
+            entries: vec![raw("a/b.md", EntryKind::Blob, "b1")],
+        };
+        assert_eq!(Listing::from_level(&tree).unwrap_err(), GithubError::Decode);
+    }
+
+    #[test]
+    fn a_replaced_listing_is_no_longer_found_by_its_old_sha() {
+        let mut listings = Listings::default();
+        let listing = |sha: &str| Listing {
+            sha: sha.into(),
+            entries: Vec::new(),
+        };
+        listings.insert(String::new(), listing("old"));
+        listings.insert(String::new(), listing("new"));
+        assert!(listings.by_sha("old").is_none());
+        assert_eq!(listings.by_sha("new").unwrap().sha, "new");
+    }
+
+    #[test]
     fn listings_compose_into_the_recursive_order() {
         let mut listings = Listings::default();
         let tree = Tree {
