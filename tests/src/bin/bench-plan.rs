@@ -166,9 +166,30 @@ const WORDS: &[&str] = &[
     "crate",
 ];
 
+const SYLLABLES: &[&str] = &[
+    "ka", "lo", "mer", "ti", "van", "sor", "pe", "dru", "qui", "nal", "bex", "cor", "fi", "gam",
+    "hul", "jor", "ke", "lin", "mo", "nev", "ost", "pra", "ru", "sil", "tor", "ux", "vel", "wy",
+];
+
+/// Prose words: the common words above, and one time in four a word of a long tail (names,
+/// identifiers, jargon), so the text compresses about as much as real documentation.
+fn word(rng: &mut Rng) -> String {
+    if rng.below(4) > 0 {
+        return WORDS[rng.below(WORDS.len())].to_owned();
+    }
+    let id = rng.below(3000);
+    let mut w = String::new();
+    let mut n = id;
+    for _ in 0..(2 + id % 3) {
+        w.push_str(SYLLABLES[n % SYLLABLES.len()]);
+        n /= SYLLABLES.len();
+    }
+    w
+}
+
 fn sentence(rng: &mut Rng) -> String {
     let n = 8 + rng.below(14);
-    let words: Vec<&str> = (0..n).map(|_| WORDS[rng.below(WORDS.len())]).collect();
+    let words: Vec<String> = (0..n).map(|_| word(rng)).collect();
     let mut s = words.join(" ");
     if let Some(first) = s.get_mut(0..1) {
         first.make_ascii_uppercase();
@@ -337,15 +358,23 @@ impl Bench {
                 )
             })
             .collect();
-        let kinds = reads
-            .iter()
-            .map(|r| match r.endpoint {
+        let mut counted: Vec<(String, usize)> = Vec::new();
+        for r in &reads {
+            let kind = match r.endpoint {
                 Endpoint::Branch => "head".to_owned(),
-                Endpoint::Tree if r.path.contains("recursive") => "tree(recursive)".to_owned(),
-                Endpoint::Tree => "tree(level)".to_owned(),
+                Endpoint::Tree if r.path.contains("recursive") => "tree recursive".to_owned(),
+                Endpoint::Tree => "tree level".to_owned(),
                 Endpoint::Blob => "blob".to_owned(),
                 other => format!("{other:?}"),
-            })
+            };
+            match counted.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, n)) => *n += 1,
+                None => counted.push((kind, 1)),
+            }
+        }
+        let kinds = counted
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
             .collect::<Vec<_>>()
             .join(", ");
         Cost {
