@@ -317,9 +317,32 @@ impl GithubClient {
 
     /// The recursive tree, with GitHub's `truncated` flag.
     pub async fn tree(&self, owner: &str, name: &str, tree_sha: &str) -> Result<Tree, GithubError> {
+        self.read_tree(owner, name, tree_sha, true).await
+    }
+
+    /// One tree's own entries (not recursive): GitHub does not cut these at its recursive
+    /// limit of 100,000 entries / 7 MB, so a large monorepo's root can be read this way.
+    pub async fn tree_level(
+        &self,
+        owner: &str,
+        name: &str,
+        tree_sha: &str,
+    ) -> Result<Tree, GithubError> {
+        self.read_tree(owner, name, tree_sha, false).await
+    }
+
+    async fn read_tree(
+        &self,
+        owner: &str,
+        name: &str,
+        tree_sha: &str,
+        recursive: bool,
+    ) -> Result<Tree, GithubError> {
         self.abortable(async {
             let mut url = self.endpoint(&["repos", owner, name, "git", "trees", tree_sha])?;
-            url.query_pairs_mut().append_pair("recursive", "1");
+            if recursive {
+                url.query_pairs_mut().append_pair("recursive", "1");
+            }
             let reply = self.installation_call(&Call::get(url)).await?;
             expect_status(&reply, StatusCode::OK)?;
             Tree::try_from(decode::<super::model::RawTree>(&reply.body)?)

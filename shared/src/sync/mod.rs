@@ -1,6 +1,7 @@
 //! The sync engine (spec/sync-engine.txt): the only writer of repository content.
 //!
-//! One module per step of "One repository": `fingerprint`, `selection`, `fetch` (diff and
+//! One module per step of "One repository": `fingerprint`, `scope` (reading the tree: the docs
+//! scope, only what changed, with `listings` storing what it read), `selection`, `fetch` (diff and
 //! fetch), `parse`, `persist`, with `failure` for the fixed messages and `repository` tying the
 //! steps together. Runs: `lock` (serialization), `coalescing` (rerun markers), `runs` (sync_runs
 //! rows and run locks), `full` (full runs and the drain), `removal`, `reaper`, `workspace`.
@@ -10,6 +11,7 @@ pub mod failure;
 pub mod fetch;
 pub mod fingerprint;
 pub mod full;
+pub mod listings;
 pub mod lock;
 pub mod parse;
 pub mod persist;
@@ -17,6 +19,7 @@ pub mod reaper;
 pub mod removal;
 pub mod repository;
 pub mod runs;
+pub mod scope;
 pub mod selection;
 pub mod workspace;
 

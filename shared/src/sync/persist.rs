@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use crate::github::RepoInfo;
+use crate::sync::listings::{self, Listing, Listings};
 use crate::sync::parse::{CodeOwnersRule, ParsedDocument};
 use crate::sync::selection::Warning;
 
@@ -24,6 +25,8 @@ pub struct Stored {
     /// has covered the repository since: that run's write committed although it was recorded
     /// failed (a lost COMMIT reply, or a process that died after committing).
     pub written_by_failed_run: Option<i64>,
+    /// The docs folder's tree SHA the last complete plan used.
+    pub docs_tree_sha: Option<String>,
     /// path → blob SHA of every stored document.
     pub documents: HashMap<String, String>,
     pub readme: Option<(String, String)>,
@@ -39,6 +42,7 @@ struct RepoMarkers {
     head_etag: Option<String>,
     selection_fingerprint: Option<String>,
     head_commit_sha: Option<String>,
+    docs_tree_sha: Option<String>,
     codeowners_path: Option<String>,
     codeowners_blob_sha: Option<String>,
     written_by_failed_run: Option<i64>,
@@ -54,7 +58,7 @@ pub async fn load(pool: &PgPool, github_id: i64) -> Result<Stored, sqlx::Error> 
     // Failed runs are few (a partial index serves them); the check costs no extra round trip.
     let row: Option<RepoMarkers> = sqlx::query_as(
         "SELECT r.id, r.tree_sha, r.head_etag, r.selection_fingerprint, r.head_commit_sha,
-                r.codeowners_path, r.codeowners_blob_sha,
+                r.docs_tree_sha, r.codeowners_path, r.codeowners_blob_sha,
                 (SELECT f.id FROM sync_runs f
                   WHERE f.status = 'failed' AND f.error = ANY($2)
                     AND r.updated_at BETWEEN f.started_at AND f.finished_at
@@ -76,6 +80,7 @@ pub async fn load(pool: &PgPool, github_id: i64) -> Result<Stored, sqlx::Error> 
         head_etag,
         selection_fingerprint: fingerprint,
         head_commit_sha,
+        docs_tree_sha,
         codeowners_path: co_path,
         codeowners_blob_sha: co_sha,
         written_by_failed_run,
@@ -90,6 +95,7 @@ pub async fn load(pool: &PgPool, github_id: i64) -> Result<Stored, sqlx::Error> 
         fingerprint,
         head_commit_sha,
         written_by_failed_run,
+        docs_tree_sha,
         documents: HashMap::new(),
         readme: None,
         codeowners: co_path.zip(co_sha),
@@ -126,6 +132,8 @@ pub struct Markers {
     pub tree_sha: Option<String>,
     pub head_etag: Option<String>,
     pub fingerprint: Option<String>,
+    /// `repos.docs_tree_sha`: cleared with the others.
+    pub docs_tree_sha: Option<String>,
 }
 
 /// The repository row's status after a sync.
@@ -176,6 +184,8 @@ pub struct Write<'a> {
     pub codeowners: CodeOwnersWrite,
     pub markers: Markers,
     pub status: Status,
+    /// The tree listings the plan used, and the ones stored before it (`None`: leave them).
+    pub trees: Option<(&'a Listings, &'a Listings)>,
 }
 
 /// Counts of what a write changed.
@@ -315,6 +325,9 @@ pub async fn write(pool: &PgPool, w: Write<'_>) -> Result<(Counts, Vec<Warning>)
     let mut warnings = w.status.warnings.clone();
     warnings.extend(refused_warnings.iter().cloned());
     let warnings = crate::sync::selection::cap_warnings(warnings);
+    if let Some((used, stored)) = w.trees {
+        listings::save(&mut tx, repo_id, used, stored).await?;
+    }
     counts.rows_written += update_repo_row(
         &mut tx,
         repo_id,
@@ -596,6 +609,7 @@ async fn update_repo_row(
              html_url = $7, description = $8, docs_path = $9,
              head_commit_sha = $10, tree_sha = $11, head_etag = $12, selection_fingerprint = $13,
              sync_status = $14, sync_error_code = $15, sync_error = $16, warnings = $17,
+             docs_tree_sha = $22,
              codeowners_path = CASE WHEN $18 THEN $19 ELSE codeowners_path END,
              codeowners_blob_sha = CASE WHEN $18 THEN $20 ELSE codeowners_blob_sha END,
              last_synced_at = CASE WHEN $21 OR last_synced_at IS NULL OR $14 = 'ok' AND sync_status <> 'ok'
@@ -604,9 +618,9 @@ async fn update_repo_row(
          WHERE id = $1 AND (
              (owner, name, default_branch, private, archived, html_url, description, docs_path,
               head_commit_sha, tree_sha, head_etag, selection_fingerprint,
-              sync_status, sync_error_code, sync_error, warnings)
+              sync_status, sync_error_code, sync_error, warnings, docs_tree_sha)
              IS DISTINCT FROM
-             ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
+             ($2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $22)
              OR ($18 AND (codeowners_path, codeowners_blob_sha) IS DISTINCT FROM ($19, $20))
              OR $21)",
     )
@@ -631,9 +645,56 @@ async fn update_repo_row(
     .bind(co_path)
     .bind(co_sha)
     .bind(u.content_changed)
+    .bind(&u.markers.docs_tree_sha)
     .execute(&mut **tx)
     .await?;
     Ok(result.rows_affected())
+}
+
+/// A root tree change that left everything the plan read as it was (issue 10): store the new head
+/// markers and root listing, mark the repository ok, and touch nothing else. The warnings and the
+/// docs folder stay: they came from the same listings.
+pub async fn move_markers(
+    pool: &PgPool,
+    repo: &RepoInfo,
+    markers: &Markers,
+    root: Listing,
+    stored: &Listings,
+) -> Result<u64, sqlx::Error> {
+    let mut used = stored.clone();
+    used.insert(String::new(), root);
+    let mut tx = pool.begin().await?;
+    let id = ensure_row(&mut tx, repo).await?;
+    let mut written = listings::save(&mut tx, id, &used, stored).await?;
+    written += sqlx::query(
+        "UPDATE repos SET
+             owner = $2, name = $3, default_branch = $4, private = $5, archived = $6,
+             html_url = $7, description = $8, head_commit_sha = $9, tree_sha = $10,
+             head_etag = $11, selection_fingerprint = $12, docs_tree_sha = $13,
+             sync_status = 'ok', sync_error_code = NULL, sync_error = NULL,
+             last_synced_at = CASE WHEN last_synced_at IS NULL OR sync_status <> 'ok'
+                                   THEN now() ELSE last_synced_at END,
+             updated_at = clock_timestamp()
+         WHERE id = $1",
+    )
+    .bind(id)
+    .bind(&repo.owner)
+    .bind(&repo.name)
+    .bind(&repo.default_branch)
+    .bind(repo.private)
+    .bind(repo.archived)
+    .bind(&repo.html_url)
+    .bind(&repo.description)
+    .bind(&markers.head_commit_sha)
+    .bind(&markers.tree_sha)
+    .bind(&markers.head_etag)
+    .bind(&markers.fingerprint)
+    .bind(&markers.docs_tree_sha)
+    .execute(&mut *tx)
+    .await?
+    .rows_affected();
+    tx.commit().await?;
+    Ok(written)
 }
 
 /// Refresh metadata and status only (an unchanged repository, or a failure that keeps content

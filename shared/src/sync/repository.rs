@@ -1,11 +1,17 @@
 //! One repository (spec "One repository"): head check, fingerprint, tree, selection, diff and
 //! fetch, parse, persist. The only writer of repository content.
 //!
+//! The tree step reads the docs scope (`scope`), not the whole recursive tree: the root level,
+//! then only the trees whose SHA changed since the stored listings (issue 10). A root change that
+//! leaves the docs folder, README and CODEOWNERS candidates as they were moves the head markers
+//! only.
+//!
 //! Locks and rerun markers are the caller's business (the runs layer); this function assumes it
 //! holds the repository's lock.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
+use bytes::Bytes;
 use sqlx::PgPool;
 
 use crate::config::SyncConfig;
@@ -13,11 +19,13 @@ use crate::github::{GithubClient, GithubError, HeadCheck, RepoInfo};
 use crate::sync::failure::RepoFailure;
 use crate::sync::fetch::{self, Fetched};
 use crate::sync::fingerprint::{SelectionSettings, fingerprint};
+use crate::sync::listings::{self, Listings};
 use crate::sync::parse;
 use crate::sync::persist::{
     self, CodeOwnersWrite, DocumentWrite, Markers, ReadmeWrite, Status, Write,
 };
-use crate::sync::selection::{self, SelectionRules, SkipReason, Warning};
+use crate::sync::scope::{self, ScopeError};
+use crate::sync::selection::{self, PlannedFile, SelectionRules, SkipReason, Warning};
 
 /// What one repository sync did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,40 +69,102 @@ pub async fn sync_repository(
     repo: &RepoInfo,
 ) -> Result<RepoOutcome, SyncError> {
     let full_name = format!("{}/{}", repo.owner, repo.name);
-    let docs_path = config.docs_path(&full_name);
-    let settings = SelectionSettings {
-        docs_path,
+    let rules = SelectionRules {
+        docs_path: config.docs_path(&full_name),
         max_file_bytes: config.max_file_bytes,
         max_docs: config.max_docs_per_repo,
     };
-    let fp = fingerprint(&settings);
+    let fp = fingerprint(&SelectionSettings {
+        docs_path: rules.docs_path,
+        max_file_bytes: rules.max_file_bytes,
+        max_docs: rules.max_docs,
+    });
     let load_started = std::time::Instant::now();
-    let mut stored = persist::load(pool, repo.github_id).await?;
-    let mut load_time = load_started.elapsed();
+    let stored = persist::load(pool, repo.github_id).await?;
+    let load_time = load_started.elapsed();
 
-    // Head check: conditional on the stored ETag; a 304 costs one request and no rate limit.
     let Some(branch) = repo.default_branch.as_deref() else {
         return empty_repository(pool, repo, &fp).await;
     };
-    let head = match client
+    let head = match head_check(pool, client, repo, branch, &stored, &fp).await? {
+        Ok(head) => head,
+        Err(outcome) => return Ok(outcome),
+    };
+
+    // Unchanged only when both the tree and the selection fingerprint match.
+    let same_fingerprint = stored.fingerprint.as_deref() == Some(fp.as_str());
+    if stored.tree_sha.as_deref() == Some(head.tree_sha.as_str()) && same_fingerprint {
+        persist::refresh_status(pool, repo, None, head.etag.as_deref()).await?;
+        return Ok(unchanged(repo, stored.written_by_failed_run));
+    }
+    let planned = Planned {
+        stored,
+        head,
+        fingerprint: fp,
+        load_time,
+    };
+    plan_and_write(pool, client, repo, &rules, planned).await
+}
+
+/// An unchanged repository; `AlreadyCurrent` when the stored content was written by a run recorded
+/// failed (its COMMIT went through though its reply was lost, or its process died after it).
+fn unchanged(repo: &RepoInfo, written_by_failed_run: Option<i64>) -> RepoOutcome {
+    let Some(run) = written_by_failed_run else {
+        return RepoOutcome::Unchanged;
+    };
+    tracing::info!(
+        repo = %format_args!("{}/{}", repo.owner, repo.name),
+        written_by_run = run,
+        "content already current: run #{run} committed it though it is recorded failed"
+    );
+    RepoOutcome::AlreadyCurrent {
+        written_by_run: run,
+    }
+}
+
+/// What the head check found: the commit, its root tree and the ETag to store.
+struct Head {
+    commit_sha: String,
+    tree_sha: String,
+    etag: Option<String>,
+}
+
+/// Step 1, the head check: conditional on the stored ETag (a 304 costs one request and no rate
+/// limit). `Err(outcome)` when the repository is done with already (empty, or failed).
+async fn head_check(
+    pool: &PgPool,
+    client: &GithubClient,
+    repo: &RepoInfo,
+    branch: &str,
+    stored: &persist::Stored,
+    fp: &str,
+) -> Result<Result<Head, RepoOutcome>, SyncError> {
+    let done = |r: Result<RepoOutcome, SyncError>| r.map(Err);
+    let answer = client
         .branch_head(&repo.owner, &repo.name, branch, stored.head_etag.as_deref())
-        .await
-    {
+        .await;
+    let head = match answer {
         Ok(h) => h,
         Err(GithubError::NotFound) => {
             // A branch that does not exist: an empty repository (no commits) is synced as having
             // no documents; anything else is a per-repository failure (never a removal).
-            return match client.is_empty_repository(&repo.owner, &repo.name).await {
-                Ok(true) => empty_repository(pool, repo, &fp).await,
-                Ok(false) => fail(pool, repo, RepoFailure::NotFound).await,
-                Err(e) => github_failure(pool, repo, e).await,
-            };
+            return done(
+                match client.is_empty_repository(&repo.owner, &repo.name).await {
+                    Ok(true) => empty_repository(pool, repo, fp).await,
+                    Ok(false) => fail(pool, repo, RepoFailure::NotFound).await,
+                    Err(e) => github_failure(pool, repo, e).await,
+                },
+            );
         }
-        Err(e) => return github_failure(pool, repo, e).await,
+        Err(e) => return done(github_failure(pool, repo, e).await),
     };
-    let (commit_sha, tree_sha, etag) = match head {
+    match head {
         HeadCheck::NotModified => match (&stored.head_commit_sha, &stored.tree_sha) {
-            (Some(c), Some(t)) => (c.clone(), t.clone(), stored.head_etag.clone()),
+            (Some(c), Some(t)) => Ok(Ok(Head {
+                commit_sha: c.clone(),
+                tree_sha: t.clone(),
+                etag: stored.head_etag.clone(),
+            })),
             // A 304 without stored markers cannot happen unless the row was edited by hand:
             // fetch the head again unconditionally.
             _ => match client
@@ -105,188 +175,170 @@ pub async fn sync_repository(
                     commit_sha,
                     tree_sha,
                     etag,
-                }) => (commit_sha, tree_sha, etag),
+                }) => Ok(Ok(Head {
+                    commit_sha,
+                    tree_sha,
+                    etag,
+                })),
                 Ok(HeadCheck::NotModified) => {
-                    return fail(pool, repo, RepoFailure::UnexpectedAnswer).await;
+                    done(fail(pool, repo, RepoFailure::UnexpectedAnswer).await)
                 }
-                Err(e) => return github_failure(pool, repo, e).await,
+                Err(e) => done(github_failure(pool, repo, e).await),
             },
         },
         HeadCheck::Head {
             commit_sha,
             tree_sha,
             etag,
-        } => (commit_sha, tree_sha, etag),
-    };
+        } => Ok(Ok(Head {
+            commit_sha,
+            tree_sha,
+            etag,
+        })),
+    }
+}
 
-    // Unchanged only when both the tree and the selection fingerprint match.
-    if stored.tree_sha.as_deref() == Some(tree_sha.as_str())
-        && stored.fingerprint.as_deref() == Some(fp.as_str())
+/// Everything a re-plan starts from.
+struct Planned {
+    stored: persist::Stored,
+    head: Head,
+    fingerprint: String,
+    load_time: std::time::Duration,
+}
+
+/// Steps 3 to 5 for a repository whose tree or fingerprint changed: read the docs scope (only the
+/// trees that changed), plan, diff, fetch, parse and write.
+async fn plan_and_write(
+    pool: &PgPool,
+    client: &GithubClient,
+    repo: &RepoInfo,
+    rules: &SelectionRules<'_>,
+    mut p: Planned,
+) -> Result<RepoOutcome, SyncError> {
+    let started = std::time::Instant::now();
+    let stored_trees = listings::load(pool, p.stored.id).await?;
+    p.load_time += started.elapsed();
+    let (owner, name) = (repo.owner.as_str(), repo.name.as_str());
+    let root = match scope::read_root(client, owner, name, &p.head.tree_sha, &stored_trees).await {
+        Ok(root) => root,
+        Err(e) => return scope_failure(pool, repo, e).await,
+    };
+    let same_fingerprint = p.stored.fingerprint.as_deref() == Some(p.fingerprint.as_str());
+    if p.stored.tree_sha.is_some()
+        && same_fingerprint
+        && scope::unchanged_in_substance(&root, &stored_trees, rules.docs_path)
     {
-        persist::refresh_status(pool, repo, None, etag.as_deref()).await?;
-        if let Some(run) = stored.written_by_failed_run {
-            tracing::info!(
-                repo = %full_name,
-                written_by_run = run,
-                "content already current: run #{run} committed it though it is recorded failed"
-            );
-            return Ok(RepoOutcome::AlreadyCurrent {
-                written_by_run: run,
-            });
-        }
-        return Ok(RepoOutcome::Unchanged);
+        // Only the head markers move; no document row is touched.
+        let markers = p.markers(p.stored.docs_tree_sha.clone());
+        persist::move_markers(pool, repo, &markers, root, &stored_trees).await?;
+        return Ok(unchanged(repo, p.stored.written_by_failed_run));
     }
-
-    // The recursive tree, once. A truncated tree is never planned from.
-    let tree = match client.tree(&repo.owner, &repo.name, &tree_sha).await {
-        Ok(t) => t,
-        Err(e) => return github_failure(pool, repo, e).await,
+    let scope = match scope::read(client, owner, name, root, &stored_trees, rules.docs_path).await {
+        Ok(scope) => scope,
+        Err(e) => return scope_failure(pool, repo, e).await,
     };
-    if tree.truncated {
-        return fail(pool, repo, RepoFailure::TreeTruncated).await;
+    let started = std::time::Instant::now();
+    persist::load_contents(pool, &mut p.stored).await?;
+    p.load_time += started.elapsed();
+    let plan = selection::plan(&scope.entries(), rules);
+    let wanted = Wanted::of(&plan, &p.stored);
+    let fetched = fetch::fetch_blobs(client, owner, name, &wanted.files).await;
+    if let Some(e) = fetched.run_stop {
+        // Nothing is written: the stored content and markers stay as they were.
+        return Err(SyncError::RunStopped(e));
     }
-    let contents_started = std::time::Instant::now();
-    persist::load_contents(pool, &mut stored).await?;
-    load_time += contents_started.elapsed();
+    let trees = (&scope.used, &stored_trees);
+    let docs_tree_sha = scope.docs_tree_sha.clone();
+    let markers = p.markers(docs_tree_sha);
+    write_plan(pool, repo, &plan, &wanted, fetched, (p, markers), trees).await
+}
 
-    let plan = selection::plan(
-        &tree.entries,
-        &SelectionRules {
-            docs_path,
-            max_file_bytes: config.max_file_bytes,
-            max_docs: config.max_docs_per_repo,
-        },
-    );
-
-    // Diff by exact path and blob SHA; fetch only what is new or changed.
-    let mut wanted: Vec<&selection::PlannedFile> = plan
-        .documents
-        .iter()
-        .filter(|f| stored.documents.get(&f.path) != Some(&f.blob_sha))
-        .collect();
-    let readme_changed = plan.readme.as_ref().is_some_and(|r| {
-        stored.readme.as_ref().map(|(p, s)| (p, s)) != Some((&r.path, &r.blob_sha))
-    });
-    if readme_changed {
-        wanted.extend(plan.readme.as_ref());
+impl Planned {
+    fn markers(&self, docs_tree_sha: Option<String>) -> Markers {
+        Markers {
+            head_commit_sha: Some(self.head.commit_sha.clone()),
+            tree_sha: Some(self.head.tree_sha.clone()),
+            head_etag: self.head.etag.clone(),
+            fingerprint: Some(self.fingerprint.clone()),
+            docs_tree_sha,
+        }
     }
-    let codeowners_changed = plan.codeowners.as_ref().is_some_and(|c| {
-        stored.codeowners.as_ref().map(|(p, s)| (p, s)) != Some((&c.path, &c.blob_sha))
-    });
-    if codeowners_changed {
-        wanted.extend(plan.codeowners.as_ref());
-    }
+}
 
+/// A scope that could not be read fails the repository; stored content and markers stay.
+async fn scope_failure(
+    pool: &PgPool,
+    repo: &RepoInfo,
+    error: ScopeError,
+) -> Result<RepoOutcome, SyncError> {
+    match error {
+        ScopeError::Truncated => fail(pool, repo, RepoFailure::TreeTruncated).await,
+        ScopeError::Github(e) => github_failure(pool, repo, e).await,
+    }
+}
+
+/// Step 4, the diff: planned files whose path and blob SHA are not stored as they are.
+struct Wanted<'a> {
+    files: Vec<&'a PlannedFile>,
+    readme_changed: bool,
+    codeowners_changed: bool,
+}
+
+impl<'a> Wanted<'a> {
+    fn of(plan: &'a selection::Plan, stored: &persist::Stored) -> Self {
+        let mut files: Vec<&PlannedFile> = plan
+            .documents
+            .iter()
+            .filter(|f| stored.documents.get(&f.path) != Some(&f.blob_sha))
+            .collect();
+        let differs = |planned: &Option<PlannedFile>, stored: &Option<(String, String)>| {
+            planned.as_ref().is_some_and(|f| {
+                stored.as_ref().map(|(p, s)| (p, s)) != Some((&f.path, &f.blob_sha))
+            })
+        };
+        let readme_changed = differs(&plan.readme, &stored.readme);
+        if readme_changed {
+            files.extend(plan.readme.as_ref());
+        }
+        let codeowners_changed = differs(&plan.codeowners, &stored.codeowners);
+        if codeowners_changed {
+            files.extend(plan.codeowners.as_ref());
+        }
+        Self {
+            files,
+            readme_changed,
+            codeowners_changed,
+        }
+    }
+}
+
+/// Step 5: parse what arrived and write it all in one transaction, with the markers of a
+/// complete plan and the tree listings it used (the plan's, and the ones stored before).
+async fn write_plan(
+    pool: &PgPool,
+    repo: &RepoInfo,
+    plan: &selection::Plan,
+    wanted: &Wanted<'_>,
+    fetched: Fetched,
+    (planned, complete_markers): (Planned, Markers),
+    trees: (&Listings, &Listings),
+) -> Result<RepoOutcome, SyncError> {
     let Fetched {
         mut blobs,
         failed,
         deferred,
-        run_stop,
-    } = fetch::fetch_blobs(client, &repo.owner, &repo.name, &wanted).await;
-    if let Some(e) = run_stop {
-        // Nothing is written: the stored content and markers stay as they were.
-        return Err(SyncError::RunStopped(e));
-    }
-
+        run_stop: _,
+    } = fetched;
     let mut warnings = plan.warnings.clone();
-    let mut documents = Vec::new();
-    for file in &plan.documents {
-        let Some(bytes) = blobs.remove(&file.path) else {
-            continue;
-        };
-        match parse::parse_document(&file.path, &bytes) {
-            Ok(parsed) => documents.push(DocumentWrite {
-                path: file.path.clone(),
-                blob_sha: file.blob_sha.clone(),
-                size: file.size,
-                parsed,
-            }),
-            Err(refusal) => warnings.push(Warning {
-                path: file.path.clone(),
-                reason: SkipReason::Unstorable,
-                detail: Some(refusal.to_string()),
-            }),
-        }
-    }
-    // Paths the plan keeps: everything planned, minus files that could not be stored (their stale
-    // rows would misrepresent the file). Files that failed to fetch stay: their old rows remain.
-    let unstorable: HashSet<&str> = warnings
-        .iter()
-        .filter(|w| w.reason == SkipReason::Unstorable)
-        .map(|w| w.path.as_str())
-        .collect();
-    let keep_paths: HashSet<String> = plan
-        .documents
-        .iter()
-        .filter(|f| !unstorable.contains(f.path.as_str()))
-        .map(|f| f.path.clone())
-        .collect();
-
-    let readme = match &plan.readme {
-        None => ReadmeWrite::Absent,
-        Some(_) if !readme_changed => ReadmeWrite::Keep,
-        Some(file) => match blobs
-            .remove(&file.path)
-            .map(|b| parse::parse_document(&file.path, &b))
-        {
-            Some(Ok(parsed)) => ReadmeWrite::Replace(DocumentWrite {
-                path: file.path.clone(),
-                blob_sha: file.blob_sha.clone(),
-                size: file.size,
-                parsed,
-            }),
-            Some(Err(refusal)) => {
-                warnings.push(Warning {
-                    path: file.path.clone(),
-                    reason: SkipReason::Unstorable,
-                    detail: Some(refusal.to_string()),
-                });
-                ReadmeWrite::Absent
-            }
-            None => ReadmeWrite::Keep,
-        },
-    };
-    let codeowners = match &plan.codeowners {
-        None => CodeOwnersWrite::Absent,
-        Some(_) if !codeowners_changed => CodeOwnersWrite::Keep,
-        Some(file) => match blobs
-            .remove(&file.path)
-            .map(|b| parse::parse_codeowners(&b))
-        {
-            Some(Ok((rules, invalid))) => {
-                warnings.extend(invalid.into_iter().map(|w| Warning {
-                    path: format!("{}:{}", file.path, w.line),
-                    reason: SkipReason::InvalidCodeownersLine,
-                    detail: Some(w.reason),
-                }));
-                CodeOwnersWrite::Replace {
-                    path: file.path.clone(),
-                    blob_sha: file.blob_sha.clone(),
-                    rules,
-                }
-            }
-            Some(Err(refusal)) => {
-                warnings.push(Warning {
-                    path: file.path.clone(),
-                    reason: SkipReason::Unstorable,
-                    detail: Some(refusal.to_string()),
-                });
-                CodeOwnersWrite::Absent
-            }
-            None => CodeOwnersWrite::Keep,
-        },
-    };
+    let (documents, keep_paths) = parse_documents(plan, &mut blobs, &mut warnings);
+    let readme = readme_write(plan, wanted.readme_changed, &mut blobs, &mut warnings);
+    let codeowners = codeowners_write(plan, wanted.codeowners_changed, &mut blobs, &mut warnings);
 
     // Complete: store the markers. Incomplete (fetch failures or budget deferral): write what
     // arrived but clear the markers so the next sync re-plans and fetches only what is missing.
     let complete = failed.is_empty() && deferred.is_empty();
     let markers = if complete {
-        Markers {
-            head_commit_sha: Some(commit_sha),
-            tree_sha: Some(tree_sha),
-            head_etag: etag,
-            fingerprint: Some(fp),
-        }
+        complete_markers
     } else {
         Markers::default()
     };
@@ -316,10 +368,11 @@ pub async fn sync_repository(
             codeowners,
             markers,
             status: Status { error, warnings },
+            trees: Some(trees),
         },
     )
     .await?;
-    counts.db_time += load_time;
+    counts.db_time += planned.load_time;
     if !deferred.is_empty() {
         // The rest of the files are fetched by another pass: leave a rerun marker.
         sqlx::query("UPDATE repos SET sync_requested_at = COALESCE(sync_requested_at, now()) WHERE github_id = $1")
@@ -334,6 +387,113 @@ pub async fn sync_repository(
             failure: RepoFailure::FetchIncomplete,
             counts,
         })
+    }
+}
+
+/// Parse the fetched documents. Returns them with the paths the plan keeps: everything planned,
+/// minus files that could not be stored (their stale rows would misrepresent the file). Files
+/// that failed to fetch stay: their old rows remain.
+fn parse_documents(
+    plan: &selection::Plan,
+    blobs: &mut HashMap<String, Bytes>,
+    warnings: &mut Vec<Warning>,
+) -> (Vec<DocumentWrite>, HashSet<String>) {
+    let mut documents = Vec::new();
+    for file in &plan.documents {
+        let Some(bytes) = blobs.remove(&file.path) else {
+            continue;
+        };
+        match parse::parse_document(&file.path, &bytes) {
+            Ok(parsed) => documents.push(DocumentWrite {
+                path: file.path.clone(),
+                blob_sha: file.blob_sha.clone(),
+                size: file.size,
+                parsed,
+            }),
+            Err(refusal) => warnings.push(unstorable(file, &refusal)),
+        }
+    }
+    let unstorable: HashSet<&str> = warnings
+        .iter()
+        .filter(|w| w.reason == SkipReason::Unstorable)
+        .map(|w| w.path.as_str())
+        .collect();
+    let keep_paths = plan
+        .documents
+        .iter()
+        .filter(|f| !unstorable.contains(f.path.as_str()))
+        .map(|f| f.path.clone())
+        .collect();
+    (documents, keep_paths)
+}
+
+fn unstorable(file: &PlannedFile, refusal: &impl std::fmt::Display) -> Warning {
+    Warning {
+        path: file.path.clone(),
+        reason: SkipReason::Unstorable,
+        detail: Some(refusal.to_string()),
+    }
+}
+
+fn readme_write(
+    plan: &selection::Plan,
+    changed: bool,
+    blobs: &mut HashMap<String, Bytes>,
+    warnings: &mut Vec<Warning>,
+) -> ReadmeWrite {
+    match &plan.readme {
+        None => ReadmeWrite::Absent,
+        Some(_) if !changed => ReadmeWrite::Keep,
+        Some(file) => match blobs
+            .remove(&file.path)
+            .map(|b| parse::parse_document(&file.path, &b))
+        {
+            Some(Ok(parsed)) => ReadmeWrite::Replace(DocumentWrite {
+                path: file.path.clone(),
+                blob_sha: file.blob_sha.clone(),
+                size: file.size,
+                parsed,
+            }),
+            Some(Err(refusal)) => {
+                warnings.push(unstorable(file, &refusal));
+                ReadmeWrite::Absent
+            }
+            None => ReadmeWrite::Keep,
+        },
+    }
+}
+
+fn codeowners_write(
+    plan: &selection::Plan,
+    changed: bool,
+    blobs: &mut HashMap<String, Bytes>,
+    warnings: &mut Vec<Warning>,
+) -> CodeOwnersWrite {
+    match &plan.codeowners {
+        None => CodeOwnersWrite::Absent,
+        Some(_) if !changed => CodeOwnersWrite::Keep,
+        Some(file) => match blobs
+            .remove(&file.path)
+            .map(|b| parse::parse_codeowners(&b))
+        {
+            Some(Ok((rules, invalid))) => {
+                warnings.extend(invalid.into_iter().map(|w| Warning {
+                    path: format!("{}:{}", file.path, w.line),
+                    reason: SkipReason::InvalidCodeownersLine,
+                    detail: Some(w.reason),
+                }));
+                CodeOwnersWrite::Replace {
+                    path: file.path.clone(),
+                    blob_sha: file.blob_sha.clone(),
+                    rules,
+                }
+            }
+            Some(Err(refusal)) => {
+                warnings.push(unstorable(file, &refusal));
+                CodeOwnersWrite::Absent
+            }
+            None => CodeOwnersWrite::Keep,
+        },
     }
 }
 
@@ -360,6 +520,7 @@ async fn empty_repository(
                 error: None,
                 warnings: Vec::new(),
             },
+            trees: None,
         },
     )
     .await?;

@@ -21,6 +21,9 @@ pub const README_CANDIDATES: [&str; 4] = ["README.md", "README.markdown", "READM
 /// CODEOWNERS locations tried, in order.
 pub const CODEOWNERS_CANDIDATES: [&str; 3] =
     [".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"];
+/// The file name every CODEOWNERS candidate has, and the folders other than the root that hold one.
+pub const CODEOWNERS_FILE_NAME: &str = "CODEOWNERS";
+pub const CODEOWNERS_FOLDERS: [&str; 2] = [".github", "docs"];
 /// At most this many warnings are kept per repository; the last one counts the rest.
 pub const MAX_WARNINGS: usize = 500;
 
@@ -157,7 +160,7 @@ pub fn plan(entries: &[TreeEntry], rules: &SelectionRules<'_>) -> Plan {
 
 /// The first of the candidate folders that exists at the root, case-insensitively; an exact-case
 /// match wins over other spellings of the same candidate.
-fn discover_docs_folder(entries: &[TreeEntry]) -> Option<String> {
+pub(crate) fn discover_docs_folder(entries: &[TreeEntry]) -> Option<String> {
     DOCS_FOLDER_CANDIDATES.iter().find_map(|candidate| {
         let mut matches: Vec<&str> = entries
             .iter()
@@ -170,7 +173,7 @@ fn discover_docs_folder(entries: &[TreeEntry]) -> Option<String> {
     })
 }
 
-fn is_markdown(path: &str) -> bool {
+pub(crate) fn is_markdown(path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
     lower.ends_with(".md") || lower.ends_with(".mdx")
 }
@@ -437,6 +440,20 @@ mod tests {
         assert!(p.codeowners.is_none());
         assert_eq!(warned(&p, SkipReason::Symlink), ["README.md"]);
         assert_eq!(warned(&p, SkipReason::TooLarge), [".github/CODEOWNERS"]);
+    }
+
+    #[test]
+    fn every_codeowners_candidate_is_the_file_name_at_the_root_or_in_a_codeowners_folder() {
+        // The scope reader lists exactly these folders to find the candidates.
+        for candidate in CODEOWNERS_CANDIDATES {
+            match candidate.rsplit_once('/') {
+                Some((folder, name)) => {
+                    assert!(CODEOWNERS_FOLDERS.contains(&folder), "{candidate}");
+                    assert_eq!(name, CODEOWNERS_FILE_NAME);
+                }
+                None => assert_eq!(candidate, CODEOWNERS_FILE_NAME),
+            }
+        }
     }
 
     #[test]

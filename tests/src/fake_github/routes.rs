@@ -637,19 +637,11 @@ async fn tree(
     };
     // GitHub treats any value of `recursive` as "recursive".
     let recursive = params.contains_key("recursive");
-    let mut listed = if recursive {
+    let listed = if recursive {
         repo.objects.list_recursive(&tree)
     } else {
         repo.objects.list_flat(&tree)
     };
-    let mut truncated = false;
-    if let Some(max) = state
-        .tree_truncation
-        .filter(|max| recursive && listed.len() > *max)
-    {
-        listed.truncate(max);
-        truncated = true;
-    }
     let base = format!("{}/repos/{}", state.base_url, repo.full_name());
     let entries: Vec<Value> = listed
         .iter()
@@ -672,6 +664,15 @@ async fn tree(
             value
         })
         .collect();
+    let (entries, truncated) = if recursive {
+        let max_entries = state.tree_truncation.unwrap_or(RECURSIVE_MAX_ENTRIES);
+        let fit = entries_that_fit(&listed, max_entries, RECURSIVE_MAX_BYTES);
+        let mut entries = entries;
+        entries.truncate(fit);
+        (entries, fit < listed.len())
+    } else {
+        (entries, false)
+    };
     let sha = git::to_hex(&tree);
     axum::Json(json!({
         "sha": sha,
@@ -680,6 +681,40 @@ async fn tree(
         "truncated": truncated,
     }))
     .into_response()
+}
+
+/// GitHub's limits on one recursive tree read: "The limit for the tree array is 100,000 entries
+/// with a maximum size of 7 MB when using the recursive parameter." Past either, the answer lists
+/// the first entries only and says `"truncated": true`. Non-recursive reads are not cut. The size
+/// is taken as git prints the listing (`git ls-tree -r -t`: mode, type, id, path, one line each),
+/// where 100,000 entries of ordinary paths come to about 7 MB: the two limits meet there.
+pub(crate) const RECURSIVE_MAX_ENTRIES: usize = 100_000;
+pub(crate) const RECURSIVE_MAX_BYTES: usize = 7 * 1024 * 1024;
+
+/// How many of the first entries fit both limits.
+pub(crate) fn entries_that_fit(
+    listed: &[git::Listed],
+    max_entries: usize,
+    max_bytes: usize,
+) -> usize {
+    let mut bytes = 0;
+    let mut fit = 0;
+    for entry in listed.iter().take(max_entries) {
+        // "<mode> <type> <40 hex>\t<path>\n"
+        bytes += entry.mode.api().len()
+            + 1
+            + entry.mode.kind().len()
+            + 1
+            + 40
+            + 1
+            + entry.path.len()
+            + 1;
+        if bytes > max_bytes {
+            break;
+        }
+        fit += 1;
+    }
+    fit
 }
 
 /// Base64 the way GitHub's blob API sends it: a line break after every 60 characters.

@@ -276,6 +276,46 @@ async fn blob_tree_and_commit_ids_equal_real_gits() {
         .map(str::to_owned)
         .collect();
     assert_eq!(fake_lines, git_lines);
+    // A non-recursive read of any tree id is `git ls-tree` of that tree: its own entries only.
+    for dir in ["", "docs", "docs/guide"] {
+        let sha = if dir.is_empty() {
+            tree2.clone()
+        } else {
+            git.run(&["rev-parse", &format!("{tree2}:{dir}")], &[])
+        };
+        let level = json_of(
+            get(
+                &github,
+                &token,
+                &format!("/repos/acme/objects/git/trees/{sha}"),
+            )
+            .await,
+        )
+        .await;
+        assert_eq!(level["sha"], json!(sha));
+        assert_eq!(level["truncated"], json!(false));
+        let fake_level: Vec<String> = level["tree"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                format!(
+                    "{} {}",
+                    e["sha"].as_str().unwrap(),
+                    e["path"].as_str().unwrap()
+                )
+            })
+            .collect();
+        let git_level: Vec<String> = git
+            .run(&["ls-tree", &sha], &[])
+            .lines()
+            .map(|l| {
+                let (meta, name) = l.split_once('\t').unwrap();
+                format!("{} {name}", meta.split(' ').nth(2).unwrap())
+            })
+            .collect();
+        assert_eq!(fake_level, git_level, "level of {dir:?}");
+    }
     for entry in listing["tree"].as_array().unwrap() {
         if entry["type"] == "blob" {
             let size = git.run(&["cat-file", "-s", entry["sha"].as_str().unwrap()], &[]);
@@ -602,6 +642,91 @@ async fn recursive_trees_past_the_limit_come_back_truncated_with_the_first_entri
     github.set_tree_truncation(Some(5));
     let exact = json_of(get(&github, &token, &path).await).await;
     assert_eq!(exact["truncated"], json!(false));
+}
+
+#[tokio::test]
+async fn recursive_reads_stop_at_githubs_100000_entries_but_level_reads_list_everything() {
+    let (github, installation, token) = setup().await;
+    // One folder of 100,000 files: with the folder itself, 100,001 entries below the root.
+    let names: Vec<String> = (0..100_000).map(|i| format!("f/{i:06}")).collect();
+    let files: Vec<(&str, &[u8])> = names
+        .iter()
+        .map(|n| (n.as_str(), b"x".as_slice()))
+        .collect();
+    github.add_repo(installation, "acme/mono", &files);
+    let root = github.head_tree("acme/mono").unwrap();
+    let recursive = json_of(
+        get(
+            &github,
+            &token,
+            &format!("/repos/acme/mono/git/trees/{root}?recursive=1"),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(recursive["truncated"], json!(true));
+    let listed = recursive["tree"].as_array().unwrap();
+    assert_eq!(listed.len(), 100_000, "the first 100,000 entries");
+    assert_eq!(listed[0]["path"], json!("f"));
+    assert_eq!(listed[99_999]["path"], json!("f/099998"));
+
+    let level = json_of(
+        get(
+            &github,
+            &token,
+            &format!("/repos/acme/mono/git/trees/{root}"),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(level["truncated"], json!(false));
+    let folder = level["tree"][0]["sha"].as_str().unwrap().to_owned();
+    let all = json_of(
+        get(
+            &github,
+            &token,
+            &format!("/repos/acme/mono/git/trees/{folder}"),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(all["truncated"], json!(false), "a level read is not cut");
+    assert_eq!(all["tree"].as_array().unwrap().len(), 100_000);
+}
+
+#[tokio::test]
+async fn recursive_reads_stop_at_githubs_7_mb_and_the_log_counts_the_bytes_sent() {
+    let (github, installation, token) = setup().await;
+    // Long names: 30,000 entries of ~300 bytes each (as `git ls-tree -r -t` prints them) pass
+    // 7 MB well before 100,000 entries.
+    let names: Vec<String> = (0..30_000)
+        .map(|i| format!("{i:06}{}.md", "n".repeat(240)))
+        .collect();
+    let files: Vec<(&str, &[u8])> = names
+        .iter()
+        .map(|n| (n.as_str(), b"x".as_slice()))
+        .collect();
+    github.add_repo(installation, "acme/long", &files);
+    let root = github.head_tree("acme/long").unwrap();
+    github.reset_log();
+    let response = get(
+        &github,
+        &token,
+        &format!("/repos/acme/long/git/trees/{root}?recursive=1"),
+    )
+    .await;
+    let body = response.bytes().await.unwrap();
+    assert_eq!(
+        github.bytes_sent(),
+        body.len() as u64,
+        "the log counts the body as sent"
+    );
+    let cut: Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(cut["truncated"], json!(true));
+    let kept = cut["tree"].as_array().unwrap().len();
+    let line = "100644 blob ".len() + 40 + 1 + names[0].len() + 1;
+    assert_eq!(kept, 7 * 1024 * 1024 / line, "as many lines as fit in 7 MB");
+    assert_eq!(cut["tree"][kept - 1]["path"], json!(names[kept - 1]));
 }
 
 // ---- App JWT and installation tokens ----

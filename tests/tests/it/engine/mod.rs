@@ -2,6 +2,7 @@
 //! (spec "One repository", "Limits", "Failure handling"). One test per rule, named after it.
 
 mod failures;
+mod plan;
 mod rules;
 
 use std::time::Duration;
