@@ -3,13 +3,15 @@
 //! One module per step of "One repository": `fingerprint`, `selection`, `fetch` (diff and
 //! fetch), `parse`, `persist`, with `failure` for the fixed messages and `repository` tying the
 //! steps together. Runs: `lock` (serialization), `coalescing` (rerun markers), `runs` (sync_runs
-//! rows and run locks), `full` (full runs and the drain), `removal`, `reaper`, `workspace`.
+//! rows and run locks), `full` (full runs and the drain), `head_batch` (their batched GraphQL
+//! head checks), `removal`, `reaper`, `workspace`.
 
 pub mod coalescing;
 pub mod failure;
 pub mod fetch;
 pub mod fingerprint;
 pub mod full;
+pub mod head_batch;
 pub mod lock;
 pub mod parse;
 pub mod persist;

@@ -39,6 +39,8 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/repos/{owner}/{repo}/commits", get(commits))
         .route("/repos/{owner}/{repo}/git/trees/{sha}", get(tree))
         .route("/repos/{owner}/{repo}/git/blobs/{sha}", get(blob))
+        .route("/graphql", post(super::graphql::serve))
+        .route("/api/graphql", post(super::graphql::serve))
         .fallback(|| async { not_found() })
         .layer(middleware::from_fn_with_state(shared.clone(), gate))
         .with_state(shared)
@@ -59,12 +61,13 @@ pub(crate) fn classify(method: &Method, path: &str) -> Endpoint {
         ["repos", _, _, "commits"] if get => Endpoint::Commits,
         ["repos", _, _, "git", "trees", _] if get => Endpoint::Tree,
         ["repos", _, _, "git", "blobs", _] if get => Endpoint::Blob,
+        ["graphql"] | ["api", "graphql"] if *method == Method::POST => Endpoint::Graphql,
         _ => Endpoint::Other,
     }
 }
 
 /// Every request: artificial latency, armed faults, the rate-limit budget (a 304 spends
-/// nothing), rate-limit headers on the answer, then the log entry.
+/// nothing; GraphQL has its own), rate-limit headers on the answer, then the log entry.
 async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let path = request.uri().path_and_query().map_or_else(
@@ -110,7 +113,8 @@ async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -
             return StatusCode::GATEWAY_TIMEOUT.into_response();
         }
         Some(fault) => faults::respond(&fault, limit, now, installation),
-        None if exhausted => {
+        // GraphQL spends its own points budget (see `graphql`).
+        None if exhausted && endpoint != Endpoint::Graphql => {
             let reset_at = shared.lock().rate.reset_at;
             faults::primary_rate_limit(limit, reset_at, installation)
         }
@@ -120,8 +124,9 @@ async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -
     let (mut parts, body) = response.into_parts();
     let body = to_bytes(body, usize::MAX).await.unwrap_or_default();
     let mut state = shared.lock();
-    // A rate-limited answer already carries its (exhausted) headers and spends nothing.
-    if !parts.headers.contains_key("x-ratelimit-remaining") {
+    // A rate-limited answer already carries its (exhausted) headers and spends nothing; GraphQL
+    // answers carry their own budget's headers.
+    if !parts.headers.contains_key("x-ratelimit-remaining") && endpoint != Endpoint::Graphql {
         if parts.status != StatusCode::NOT_MODIFIED {
             state.rate.remaining = state.rate.remaining.saturating_sub(1);
         }
