@@ -941,12 +941,21 @@ mod tests {
             ),
         ];
         let derived = cfg(&app).unwrap();
-        assert_eq!(derived.tenants[0].github.as_ref().unwrap().graphql_url, None);
+        assert_eq!(
+            derived.tenants[0].github.as_ref().unwrap().graphql_url,
+            None
+        );
         let mut set = app.to_vec();
         set.push(("GITHUB_GRAPHQL_URL", "https://ghe.example.com/api/graphql"));
         let c = cfg(&set).unwrap();
         assert_eq!(
-            c.tenants[0].github.as_ref().unwrap().graphql_url.as_ref().map(Url::as_str),
+            c.tenants[0]
+                .github
+                .as_ref()
+                .unwrap()
+                .graphql_url
+                .as_ref()
+                .map(Url::as_str),
             Some("https://ghe.example.com/api/graphql")
         );
         let mut bad = app.to_vec();

@@ -67,12 +67,9 @@ pub(crate) struct GraphqlReply {
 
 impl GraphqlReply {
     fn is_rate_limited(&self) -> bool {
-        self.errors.iter().any(|e| {
-            matches!(
-                e.kind.as_deref(),
-                Some("RATE_LIMITED") | Some("RATE_LIMIT")
-            )
-        })
+        self.errors
+            .iter()
+            .any(|e| matches!(e.kind.as_deref(), Some("RATE_LIMITED") | Some("RATE_LIMIT")))
     }
 
     /// The points the query cost, from `rateLimit { cost }` (GitHub's minimum is 1).

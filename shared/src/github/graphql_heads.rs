@@ -278,7 +278,10 @@ mod tests {
         assert!(text.contains("nodes(ids: $ids)"));
         assert!(text.contains("d1: node(id: $n1)"));
         assert!(!text.contains("d0:"));
-        assert!(!text.contains("docs\\\""), "paths never enter the query text");
+        assert!(
+            !text.contains("docs\\\""),
+            "paths never enter the query text"
+        );
         assert_eq!(vars["e1"], json!("main:docs\"}"));
         assert_eq!(vars["ids"], json!(["R_1", "R_2"]));
     }
@@ -303,7 +306,13 @@ mod tests {
                 docs_tree_sha: Some(D.into())
             }
         );
-        assert!(matches!(&heads[1], BatchHead::Head { docs_tree_sha: None, .. }));
+        assert!(matches!(
+            &heads[1],
+            BatchHead::Head {
+                docs_tree_sha: None,
+                ..
+            }
+        ));
     }
 
     #[test]
@@ -399,6 +408,12 @@ mod tests {
             repo_node(2)], "d0": {"object": null}, "d1": {"object": null}}});
         let heads = read_heads(&repos, &reply(body)).unwrap();
         assert_eq!(heads[0], BatchHead::NoBranch);
-        assert!(matches!(&heads[1], BatchHead::Head { docs_tree_sha: None, .. }));
+        assert!(matches!(
+            &heads[1],
+            BatchHead::Head {
+                docs_tree_sha: None,
+                ..
+            }
+        ));
     }
 }

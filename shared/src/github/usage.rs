@@ -33,7 +33,9 @@ impl Usage {
     pub fn since(&self, earlier: &Usage) -> Usage {
         Usage {
             rest_requests: self.rest_requests.saturating_sub(earlier.rest_requests),
-            graphql_requests: self.graphql_requests.saturating_sub(earlier.graphql_requests),
+            graphql_requests: self
+                .graphql_requests
+                .saturating_sub(earlier.graphql_requests),
             rest_units: self.rest_units.saturating_sub(earlier.rest_units),
             graphql_points: self.graphql_points.saturating_sub(earlier.graphql_points),
         }

@@ -328,7 +328,14 @@ async fn repo_messages(queue: &SqsAdapter) -> (usize, usize) {
     }
 }
 
-fn print_noop(label: &str, gh: &FakeGithub, repos: usize, wall: Duration, rows: usize, unchanged: u32) {
+fn print_noop(
+    label: &str,
+    gh: &FakeGithub,
+    repos: usize,
+    wall: Duration,
+    rows: usize,
+    unchanged: u32,
+) {
     let total = gh.total_requests();
     println!(
         "{label}: {:.2} s wall (target <= 30 s), {total} GitHub requests = {:.2} per 100 repositories (target <= 2.1): {} token exchange, {} listing pages, {} GraphQL head checks; {} per-repository requests (target 0); {rows} rows written (target 0); {unchanged} unchanged",
@@ -350,10 +357,15 @@ async fn noop_full_run(repos: usize) {
         gh.add_repo(
             installation,
             &format!("bench/noop-{i:05}"),
-            &[("docs/a.md", b"# A\n".as_slice()), ("README.md", b"# R\n".as_slice())],
+            &[
+                ("docs/a.md", b"# A\n".as_slice()),
+                ("README.md", b"# R\n".as_slice()),
+            ],
         );
     }
-    println!("== issue 10, target 1: no-op full run of {repos} repositories, 20 ms per GitHub request");
+    println!(
+        "== issue 10, target 1: no-op full run of {repos} repositories, 20 ms per GitHub request"
+    );
     let started = Instant::now();
     let first = sync_all(&noop_workspace(&db, &gh, installation), Trigger::Manual)
         .await
@@ -369,10 +381,19 @@ async fn noop_full_run(repos: usize) {
     let before = row_versions(&db).await;
     gh.reset_log();
     let started = Instant::now();
-    let report = sync_all(&ws, Trigger::Schedule).await.expect("no-op full sync");
+    let report = sync_all(&ws, Trigger::Schedule)
+        .await
+        .expect("no-op full sync");
     let wall = started.elapsed();
     let rows = changed(&before, &row_versions(&db).await);
-    print_noop("inline no-op full run", &gh, repos, wall, rows, report.counts.repos_unchanged);
+    print_noop(
+        "inline no-op full run",
+        &gh,
+        repos,
+        wall,
+        rows,
+        report.counts.repos_unchanged,
+    );
     println!(
         "  run counts: {} REST + {} GraphQL requests, {} REST units + {} GraphQL points",
         report.counts.github_rest_requests,
@@ -392,7 +413,14 @@ async fn noop_full_run(repos: usize) {
         .expect("not skipped");
     let wall = started.elapsed();
     let rows = changed(&before, &row_versions(&db).await);
-    print_noop("SQS fan-out no-op full run", &gh, repos, wall, rows, fanned.report.counts.repos_unchanged);
+    print_noop(
+        "SQS fan-out no-op full run",
+        &gh,
+        repos,
+        wall,
+        rows,
+        fanned.report.counts.repos_unchanged,
+    );
     let (repo_jobs, other_jobs) = repo_messages(&queue).await;
     println!(
         "  sync.repo messages: {repo_jobs} (target 0), fan-out reported {}; other messages: {other_jobs} (the sync.drain)",

@@ -75,8 +75,9 @@ struct RateSnapshot {
 }
 
 fn iso(secs: i64) -> String {
-    DateTime::<Utc>::from_timestamp(secs, 0)
-        .map_or_else(String::new, |t| t.to_rfc3339_opts(SecondsFormat::Secs, true))
+    DateTime::<Utc>::from_timestamp(secs, 0).map_or_else(String::new, |t| {
+        t.to_rfc3339_opts(SecondsFormat::Secs, true)
+    })
 }
 
 type FakeSchema = Schema<Query, EmptyMutation, EmptySubscription>;
@@ -93,7 +94,11 @@ pub(crate) struct Query;
 #[Object]
 impl Query {
     /// Lookup nodes by a list of IDs.
-    async fn nodes(&self, ctx: &Context<'_>, ids: Vec<ID>) -> async_graphql::Result<Vec<Option<Node>>> {
+    async fn nodes(
+        &self,
+        ctx: &Context<'_>,
+        ids: Vec<ID>,
+    ) -> async_graphql::Result<Vec<Option<Node>>> {
         if ids.len() > MAX_NODE_IDS {
             return Err(typed(
                 format!(
@@ -103,10 +108,7 @@ impl Query {
                 "ARGUMENT_LIMIT",
             ));
         }
-        let here: Vec<String> = ctx
-            .path_node
-            .map(|p| p.to_string_vec())
-            .unwrap_or_default();
+        let here: Vec<String> = ctx.path_node.map(|p| p.to_string_vec()).unwrap_or_default();
         Ok(ids
             .iter()
             .enumerate()
@@ -181,7 +183,10 @@ fn typed(message: String, kind: &'static str) -> Error {
 }
 
 fn not_found_message(id: &ID) -> String {
-    format!("Could not resolve to a node with the global id of '{}'.", id.as_str())
+    format!(
+        "Could not resolve to a node with the global id of '{}'.",
+        id.as_str()
+    )
 }
 
 fn not_found(id: &ID) -> ServerError {
@@ -205,10 +210,7 @@ pub(crate) enum Node {
 
 /// Represents a Git object.
 #[derive(Interface)]
-#[graphql(
-    field(name = "id", ty = "ID"),
-    field(name = "oid", ty = "GitObjectId")
-)]
+#[graphql(field(name = "id", ty = "ID"), field(name = "oid", ty = "GitObjectId"))]
 pub(crate) enum GitObject {
     Commit(Commit),
     Tree(Tree),
@@ -435,12 +437,16 @@ impl Tree {
 
     async fn entries(&self, ctx: &Context<'_>) -> Option<Vec<TreeEntry>> {
         with_repo(ctx, self.repo_id, |repo| {
-            repo.objects.list_flat(&self.oid).into_iter().map(|e| TreeEntry {
-                name: e.path,
-                kind: e.mode.kind().to_owned(),
-                mode: i32::from_str_radix(e.mode.api(), 8).unwrap_or(0),
-                oid: GitObjectId(git::to_hex(&e.oid)),
-            }).collect()
+            repo.objects
+                .list_flat(&self.oid)
+                .into_iter()
+                .map(|e| TreeEntry {
+                    name: e.path,
+                    kind: e.mode.kind().to_owned(),
+                    mode: i32::from_str_radix(e.mode.api(), 8).unwrap_or(0),
+                    oid: GitObjectId(git::to_hex(&e.oid)),
+                })
+                .collect()
         })
     }
 }
@@ -467,9 +473,11 @@ impl Blob {
     }
 
     async fn text(&self, ctx: &Context<'_>) -> Option<String> {
-        with_repo(ctx, self.repo_id, |repo| match repo.objects.get(&self.oid) {
-            Some(GitObj::Blob(data)) => String::from_utf8(data.clone()).ok(),
-            _ => None,
+        with_repo(ctx, self.repo_id, |repo| {
+            match repo.objects.get(&self.oid) {
+                Some(GitObj::Blob(data)) => String::from_utf8(data.clone()).ok(),
+                _ => None,
+            }
         })
         .flatten()
     }
@@ -493,7 +501,10 @@ fn resolve_node(ctx: &Context<'_>, id: &ID) -> Option<Node> {
     let viewer = ctx.data_unchecked::<Viewer>();
     let state = shared.lock();
     let visible = |repo: &&Repo| !repo.deleted && repo.installation_id == Some(viewer.installation);
-    if let Some(repo_id) = id.strip_prefix("R_fake").and_then(|n| n.parse::<u64>().ok()) {
+    if let Some(repo_id) = id
+        .strip_prefix("R_fake")
+        .and_then(|n| n.parse::<u64>().ok())
+    {
         return state
             .repos
             .get(&repo_id)
@@ -534,7 +545,10 @@ pub(crate) async fn serve(
                 return gh_error(StatusCode::UNAUTHORIZED, "Bad credentials");
             }
             Err(Refusal::Suspended) => {
-                return gh_error(StatusCode::FORBIDDEN, "This installation has been suspended");
+                return gh_error(
+                    StatusCode::FORBIDDEN,
+                    "This installation has been suspended",
+                );
             }
         };
         let fault = take_fault(&mut state);
@@ -556,7 +570,11 @@ pub(crate) async fn serve(
         return answer(
             json!({"data": null, "errors": [{"type": kind, "code": "graphql_rate_limit",
                 "message": format!("API rate limit exceeded for installation ID {installation}.")}]}),
-            RateSnapshot { limit, remaining: 0, reset_at },
+            RateSnapshot {
+                limit,
+                remaining: 0,
+                reset_at,
+            },
         );
     };
     if fault == Some(GraphqlFault::ErrorsWithoutData) {
@@ -608,11 +626,13 @@ fn spend(state: &mut World, now: i64, fault: &Option<GraphqlFault>) -> Option<Ra
     })
 }
 
-/// GitHub puts `type` at the top of each error, where the engine keeps it in `extensions`.
+/// GitHub puts `type` at the top of each error, where the engine keeps it in `extensions`; an
+/// argument over a limit fails the whole query (`data: null`), not just its field.
 fn github_shape(value: &mut Value) {
     let Some(errors) = value.get_mut("errors").and_then(Value::as_array_mut) else {
         return;
     };
+    let mut refused = false;
     for error in errors {
         let Some(object) = error.as_object_mut() else {
             continue;
@@ -621,8 +641,12 @@ fn github_shape(value: &mut Value) {
             .remove("extensions")
             .and_then(|mut e| e.get_mut("type").map(Value::take))
         {
+            refused |= kind == "ARGUMENT_LIMIT";
             object.insert("type".into(), kind);
         }
+    }
+    if refused {
+        value["data"] = Value::Null;
     }
 }
 

@@ -362,12 +362,10 @@ impl FakeGithub {
         if times == Some(0) {
             return;
         }
-        self.state()
-            .graphql_faults
-            .push(graphql::GraphqlFaultRule {
-                fault,
-                remaining: times,
-            });
+        self.state().graphql_faults.push(graphql::GraphqlFaultRule {
+            fault,
+            remaining: times,
+        });
     }
 
     /// The GraphQL points budget (separate from REST's).

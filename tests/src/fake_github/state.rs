@@ -8,8 +8,8 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 
 use super::faults::FaultRule;
-use super::graphql::GraphqlFaultRule;
 use super::git::{self, Commit, FileEntry, ObjectStore, Oid, Signature};
+use super::graphql::GraphqlFaultRule;
 use super::{Change, Endpoint, LoggedRequest};
 
 pub(crate) struct Installation {

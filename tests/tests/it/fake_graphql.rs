@@ -24,7 +24,13 @@ const HEADS: &str = "query($ids: [ID!]!) {
   }
 }";
 
-async fn post(github: &FakeGithub, token: &str, path: &str, query: &str, variables: Value) -> Response {
+async fn post(
+    github: &FakeGithub,
+    token: &str,
+    path: &str,
+    query: &str,
+    variables: Value,
+) -> Response {
     Client::new()
         .post(format!("{}{path}", github.url()))
         .header("authorization", format!("bearer {token}"))
@@ -34,7 +40,12 @@ async fn post(github: &FakeGithub, token: &str, path: &str, query: &str, variabl
         .unwrap()
 }
 
-async fn query(github: &FakeGithub, token: &str, query: &str, variables: Value) -> (StatusCode, Value) {
+async fn query(
+    github: &FakeGithub,
+    token: &str,
+    query: &str,
+    variables: Value,
+) -> (StatusCode, Value) {
     let response = post(github, token, "/graphql", query, variables).await;
     let status = response.status();
     (status, response.json().await.unwrap())
@@ -48,7 +59,13 @@ fn files(pairs: &[(&'static str, &'static str)]) -> Vec<(&'static str, &'static 
 async fn nodes_resolves_repositories_with_githubs_names_and_real_git_ids() {
     let (github, installation, token) = setup().await;
     let id = github.add_repo(installation, "acme/docs", &files(&[("docs/a.md", "# A\n")]));
-    let (status, body) = query(&github, &token, HEADS, json!({"ids": [github.node_id("acme/docs")]})).await;
+    let (status, body) = query(
+        &github,
+        &token,
+        HEADS,
+        json!({"ids": [github.node_id("acme/docs")]}),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     assert!(body.get("errors").is_none(), "{body}");
     let node = &body["data"]["nodes"][0];
@@ -59,8 +76,14 @@ async fn nodes_resolves_repositories_with_githubs_names_and_real_git_ids() {
     let branch = &node["defaultBranchRef"];
     assert_eq!(branch["name"], "main");
     assert_eq!(branch["target"]["__typename"], "Commit");
-    assert_eq!(branch["target"]["oid"], json!(github.branch_head("acme/docs", "main").unwrap()));
-    assert_eq!(branch["target"]["tree"]["oid"], json!(github.head_tree("acme/docs").unwrap()));
+    assert_eq!(
+        branch["target"]["oid"],
+        json!(github.branch_head("acme/docs", "main").unwrap())
+    );
+    assert_eq!(
+        branch["target"]["tree"]["oid"],
+        json!(github.head_tree("acme/docs").unwrap())
+    );
     let rate = &body["data"]["rateLimit"];
     assert_eq!(rate["cost"], 1);
     assert_eq!(rate["limit"], 5000);
@@ -71,7 +94,11 @@ async fn nodes_resolves_repositories_with_githubs_names_and_real_git_ids() {
 #[tokio::test]
 async fn the_docs_folder_is_reached_by_an_expression_and_the_listing_gives_node_ids() {
     let (github, installation, token) = setup().await;
-    github.add_repo(installation, "acme/docs", &files(&[("docs/a.md", "# A\n"), ("README.md", "# R\n")]));
+    github.add_repo(
+        installation,
+        "acme/docs",
+        &files(&[("docs/a.md", "# A\n"), ("README.md", "# R\n")]),
+    );
     github.add_repo(installation, "acme/empty", &[]);
     let listing: Value = Client::new()
         .get(format!("{}/installation/repositories", github.url()))
@@ -82,7 +109,10 @@ async fn the_docs_folder_is_reached_by_an_expression_and_the_listing_gives_node_
         .json()
         .await
         .unwrap();
-    assert_eq!(listing["repositories"][0]["node_id"], json!(github.node_id("acme/docs")));
+    assert_eq!(
+        listing["repositories"][0]["node_id"],
+        json!(github.node_id("acme/docs"))
+    );
     let (_, body) = query(
         &github,
         &token,
@@ -97,13 +127,24 @@ async fn the_docs_folder_is_reached_by_an_expression_and_the_listing_gives_node_
     let tree = &body["data"]["d"]["object"];
     assert_eq!(tree["__typename"], "Tree");
     assert_eq!(tree["oid"].as_str().unwrap().len(), 40);
-    assert_eq!(body["data"]["missing"]["object"], Value::Null, "a missing path is null, not an error");
-    assert_eq!(body["data"]["empty"]["defaultBranchRef"], Value::Null, "an empty repository has no branch");
+    assert_eq!(
+        body["data"]["missing"]["object"],
+        Value::Null,
+        "a missing path is null, not an error"
+    );
+    assert_eq!(
+        body["data"]["empty"]["defaultBranchRef"],
+        Value::Null,
+        "an empty repository has no branch"
+    );
     assert!(body.get("errors").is_none(), "{body}");
 
     // The folder's oid moves with a change inside it, not with one outside it.
     let before = tree["oid"].clone();
-    github.push("acme/docs", &[Change::Put("README.md".into(), b"# R2\n".to_vec())]);
+    github.push(
+        "acme/docs",
+        &[Change::Put("README.md".into(), b"# R2\n".to_vec())],
+    );
     let (_, again) = query(&github, &token, "query($id: ID!) { node(id: $id) { ... on Repository { object(expression: \"main:docs\") { oid } } } }", json!({"id": github.node_id("acme/docs")})).await;
     assert_eq!(again["data"]["node"]["object"]["oid"], before);
 }
@@ -115,7 +156,13 @@ async fn an_unresolvable_id_is_null_in_data_with_a_not_found_error_naming_its_in
     github.add_repo(installation, "acme/gone", &files(&[("docs/a.md", "# A\n")]));
     let gone = github.node_id("acme/gone");
     github.delete_repo("acme/gone");
-    let (status, body) = query(&github, &token, HEADS, json!({"ids": [github.node_id("acme/docs"), gone]})).await;
+    let (status, body) = query(
+        &github,
+        &token,
+        HEADS,
+        json!({"ids": [github.node_id("acme/docs"), gone]}),
+    )
+    .await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["data"]["nodes"][0]["__typename"], "Repository");
     assert_eq!(body["data"]["nodes"][1], Value::Null);
@@ -125,9 +172,14 @@ async fn an_unresolvable_id_is_null_in_data_with_a_not_found_error_naming_its_in
     assert_eq!(errors[0]["path"], json!(["nodes", 1]));
     assert_eq!(
         errors[0]["message"],
-        json!(format!("Could not resolve to a node with the global id of '{gone}'."))
+        json!(format!(
+            "Could not resolve to a node with the global id of '{gone}'."
+        ))
     );
-    assert!(errors[0].get("extensions").is_none(), "GitHub puts type at the top");
+    assert!(
+        errors[0].get("extensions").is_none(),
+        "GitHub puts type at the top"
+    );
 }
 
 #[tokio::test]
@@ -144,7 +196,13 @@ async fn more_than_100_ids_is_an_argument_limit_with_no_data() {
         body["errors"][0]["message"],
         "You may not provide more than 100 node ids; you provided 101."
     );
-    let (_, ok) = query(&github, &token, HEADS, json!({"ids": vec![github.node_id("acme/docs"); 100]})).await;
+    let (_, ok) = query(
+        &github,
+        &token,
+        HEADS,
+        json!({"ids": vec![github.node_id("acme/docs"); 100]}),
+    )
+    .await;
     assert_eq!(ok["data"]["nodes"].as_array().unwrap().len(), 100);
 }
 
@@ -154,19 +212,46 @@ async fn points_are_their_own_budget_and_an_exhausted_one_answers_200_rate_limit
     github.add_repo(installation, "acme/docs", &files(&[("docs/a.md", "# A\n")]));
     let rest_before = github.rate_limit_remaining();
     github.set_graphql_rate_limit(5000, 1, Duration::from_secs(600));
-    let response = post(&github, &token, "/graphql", HEADS, json!({"ids": [github.node_id("acme/docs")]})).await;
+    let response = post(
+        &github,
+        &token,
+        "/graphql",
+        HEADS,
+        json!({"ids": [github.node_id("acme/docs")]}),
+    )
+    .await;
     assert_eq!(response.headers()["x-ratelimit-resource"], "graphql");
     assert_eq!(response.headers()["x-ratelimit-remaining"], "0");
-    assert_eq!(github.rate_limit_remaining(), rest_before, "REST's budget is untouched");
+    assert_eq!(
+        github.rate_limit_remaining(),
+        rest_before,
+        "REST's budget is untouched"
+    );
 
-    let response = post(&github, &token, "/graphql", HEADS, json!({"ids": [github.node_id("acme/docs")]})).await;
+    let response = post(
+        &github,
+        &token,
+        "/graphql",
+        HEADS,
+        json!({"ids": [github.node_id("acme/docs")]}),
+    )
+    .await;
     assert_eq!(response.status(), StatusCode::OK);
-    let reset: i64 = response.headers()["x-ratelimit-reset"].to_str().unwrap().parse().unwrap();
+    let reset: i64 = response.headers()["x-ratelimit-reset"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(reset > chrono::Utc::now().timestamp() + 500);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["data"], Value::Null);
     assert_eq!(body["errors"][0]["type"], "RATE_LIMITED");
-    assert!(body["errors"][0]["message"].as_str().unwrap().starts_with("API rate limit exceeded for installation ID"));
+    assert!(
+        body["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("API rate limit exceeded for installation ID")
+    );
 }
 
 #[tokio::test]
@@ -176,7 +261,13 @@ async fn faults_on_demand_answer_the_way_github_does() {
     github.add_repo(installation, "acme/b", &files(&[("docs/b.md", "# B\n")]));
     let ids = json!({"ids": [github.node_id("acme/a"), github.node_id("acme/b")]});
 
-    github.graphql_fault(GraphqlFault::RateLimited { kind: "RATE_LIMIT", reset_in: Duration::from_secs(60) }, Some(1));
+    github.graphql_fault(
+        GraphqlFault::RateLimited {
+            kind: "RATE_LIMIT",
+            reset_in: Duration::from_secs(60),
+        },
+        Some(1),
+    );
     let (status, body) = query(&github, &token, HEADS, ids.clone()).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["errors"][0]["type"], "RATE_LIMIT");
@@ -193,7 +284,13 @@ async fn faults_on_demand_answer_the_way_github_does() {
     assert_eq!(body["errors"][0]["type"], "FORBIDDEN");
     assert_eq!(body["errors"][0]["path"], json!(["nodes", 1]));
 
-    github.graphql_fault(GraphqlFault::ReplaceNode { index: 0, node: json!({"__typename": "Issue", "id": "I_1"}) }, Some(1));
+    github.graphql_fault(
+        GraphqlFault::ReplaceNode {
+            index: 0,
+            node: json!({"__typename": "Issue", "id": "I_1"}),
+        },
+        Some(1),
+    );
     let (_, body) = query(&github, &token, HEADS, ids.clone()).await;
     assert_eq!(body["data"]["nodes"][0]["__typename"], "Issue");
 
@@ -215,9 +312,22 @@ async fn a_bad_token_is_refused_and_another_installations_repository_is_not_foun
     let other = github.add_installation("other");
     github.add_repo(installation, "acme/docs", &files(&[("docs/a.md", "# A\n")]));
     github.add_repo(other, "other/secret", &files(&[("docs/s.md", "# S\n")]));
-    let response = post(&github, "ghs_not_a_token", "/graphql", HEADS, json!({"ids": []})).await;
+    let response = post(
+        &github,
+        "ghs_not_a_token",
+        "/graphql",
+        HEADS,
+        json!({"ids": []}),
+    )
+    .await;
     assert_eq!(response.status(), StatusCode::UNAUTHORIZED);
-    let (_, body) = query(&github, &token, HEADS, json!({"ids": [github.node_id("other/secret")]})).await;
+    let (_, body) = query(
+        &github,
+        &token,
+        HEADS,
+        json!({"ids": [github.node_id("other/secret")]}),
+    )
+    .await;
     assert_eq!(body["data"]["nodes"][0], Value::Null);
     assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
 }

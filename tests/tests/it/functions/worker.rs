@@ -440,11 +440,18 @@ async fn only_changed_repositories_get_a_sync_repo_message() {
     w.gh.reset_log();
     assert_eq!(worker.run_job(&full).await, Verdict::Done);
     let (kinds, _) = queued(&q).await;
-    assert_eq!(kinds, ["sync.drain"], "nothing changed: no sync.repo message");
+    assert_eq!(
+        kinds,
+        ["sync.drain"],
+        "nothing changed: no sync.repo message"
+    );
     assert_eq!(w.gh.count(Endpoint::Branch), 0);
     assert_eq!(w.gh.count(Endpoint::Graphql), 1);
 
-    w.gh.push("acme/b", &[Change::Put("docs/b.md".into(), b"# B\n".to_vec())]);
+    w.gh.push(
+        "acme/b",
+        &[Change::Put("docs/b.md".into(), b"# B\n".to_vec())],
+    );
     assert_eq!(worker.run_job(&full).await, Verdict::Done);
     let (kinds, repos) = queued(&q).await;
     assert_eq!(kinds, ["sync.drain", "sync.repo"]);
