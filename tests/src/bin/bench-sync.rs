@@ -181,23 +181,30 @@ async fn one_repository(docs: usize) {
     );
 }
 
-async fn many_repositories(repos: usize) {
+/// A database and a fake GitHub holding `repos` repositories named `bench/<prefix>-NNNNN` with
+/// `files`, with a rate limit no run exhausts (GitHub's 5000 an hour would run out).
+async fn estate(prefix: &str, repos: usize, files: &[(&str, &[u8])]) -> (TestDb, FakeGithub, u64) {
     let db = TestDb::new().await;
     let gh = FakeGithub::start().await;
     let installation = gh.add_installation("bench");
-    // The fake's default budget (5000 an hour, like GitHub's) would run out in the first run.
     gh.set_rate_limit(1_000_000, 1_000_000, Duration::from_secs(3600));
     for i in 0..repos {
-        gh.add_repo(
-            installation,
-            &format!("bench/repo-{i:05}"),
-            &[
-                ("docs/a.md", b"# A\n".as_slice()),
-                ("docs/b.md", b"# B\n".as_slice()),
-                ("README.md", b"# R\n".as_slice()),
-            ],
-        );
+        gh.add_repo(installation, &format!("bench/{prefix}-{i:05}"), files);
     }
+    (db, gh, installation)
+}
+
+async fn many_repositories(repos: usize) {
+    let (db, gh, installation) = estate(
+        "repo",
+        repos,
+        &[
+            ("docs/a.md", b"# A\n".as_slice()),
+            ("docs/b.md", b"# B\n".as_slice()),
+            ("README.md", b"# R\n".as_slice()),
+        ],
+    )
+    .await;
     let ws = Workspace {
         tenant: TenantId::parse("bench").expect("tenant"),
         pool: db.pool.clone(),
@@ -349,20 +356,15 @@ fn print_noop(
 }
 
 async fn noop_full_run(repos: usize) {
-    let db = TestDb::new().await;
-    let gh = FakeGithub::start().await;
-    let installation = gh.add_installation("bench");
-    gh.set_rate_limit(1_000_000, 1_000_000, Duration::from_secs(3600));
-    for i in 0..repos {
-        gh.add_repo(
-            installation,
-            &format!("bench/noop-{i:05}"),
-            &[
-                ("docs/a.md", b"# A\n".as_slice()),
-                ("README.md", b"# R\n".as_slice()),
-            ],
-        );
-    }
+    let (db, gh, installation) = estate(
+        "noop",
+        repos,
+        &[
+            ("docs/a.md", b"# A\n".as_slice()),
+            ("README.md", b"# R\n".as_slice()),
+        ],
+    )
+    .await;
     println!(
         "== issue 10, target 1: no-op full run of {repos} repositories, 20 ms per GitHub request"
     );

@@ -20,14 +20,14 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, SecondsFormat, Utc};
-use http::{HeaderMap, HeaderValue, StatusCode};
+use http::{HeaderMap, StatusCode};
 use serde_json::{Value, json};
 
 use super::Shared;
 use super::auth::{self, Refusal};
 use super::git::{self, Object as GitObj, Oid};
-use super::routes::gh_error;
-use super::state::{Repo, State as World};
+use super::routes::{gh_error, rate_headers};
+use super::state::{RateBudget, Repo, State as World};
 
 /// `nodes(ids:)` takes at most this many ids, like GitHub's.
 pub const MAX_NODE_IDS: usize = 100;
@@ -684,14 +684,11 @@ fn apply_fault(value: &mut Value, fault: &GraphqlFault) {
 
 fn answer(body: Value, rate: RateSnapshot) -> Response {
     let mut response = axum::Json(body).into_response();
-    let headers = response.headers_mut();
-    headers.insert("x-ratelimit-limit", HeaderValue::from(rate.limit));
-    headers.insert("x-ratelimit-remaining", HeaderValue::from(rate.remaining));
-    headers.insert(
-        "x-ratelimit-used",
-        HeaderValue::from(rate.limit.saturating_sub(rate.remaining)),
-    );
-    headers.insert("x-ratelimit-reset", HeaderValue::from(rate.reset_at));
-    headers.insert("x-ratelimit-resource", HeaderValue::from_static("graphql"));
+    let budget = RateBudget {
+        limit: rate.limit,
+        remaining: rate.remaining,
+        reset_at: rate.reset_at,
+    };
+    rate_headers(response.headers_mut(), &budget, "graphql");
     response
 }

@@ -131,15 +131,7 @@ async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -
             state.rate.remaining = state.rate.remaining.saturating_sub(1);
         }
         let rate = &state.rate;
-        let headers = &mut parts.headers;
-        headers.insert("x-ratelimit-limit", HeaderValue::from(rate.limit));
-        headers.insert("x-ratelimit-remaining", HeaderValue::from(rate.remaining));
-        headers.insert(
-            "x-ratelimit-used",
-            HeaderValue::from(rate.limit.saturating_sub(rate.remaining)),
-        );
-        headers.insert("x-ratelimit-reset", HeaderValue::from(rate.reset_at));
-        headers.insert("x-ratelimit-resource", HeaderValue::from_static("core"));
+        rate_headers(&mut parts.headers, rate, "core");
     }
     state.log.push(LoggedRequest {
         method: method.to_string(),
@@ -150,6 +142,22 @@ async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -
     });
     drop(state);
     Response::from_parts(parts, Body::from(body))
+}
+
+/// GitHub's `x-ratelimit-*` headers for a budget (`resource`: `core`, `graphql`).
+pub(crate) fn rate_headers(
+    headers: &mut HeaderMap,
+    rate: &model::RateBudget,
+    resource: &'static str,
+) {
+    headers.insert("x-ratelimit-limit", HeaderValue::from(rate.limit));
+    headers.insert("x-ratelimit-remaining", HeaderValue::from(rate.remaining));
+    headers.insert(
+        "x-ratelimit-used",
+        HeaderValue::from(rate.limit.saturating_sub(rate.remaining)),
+    );
+    headers.insert("x-ratelimit-reset", HeaderValue::from(rate.reset_at));
+    headers.insert("x-ratelimit-resource", HeaderValue::from_static(resource));
 }
 
 /// Counts a request as in flight until it is answered (or its future is dropped).
