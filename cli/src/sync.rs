@@ -276,9 +276,17 @@ async fn with_progress<T>(enabled: bool, ws: &Workspace, work: impl Future<Outpu
 }
 
 async fn run_counts(ws: &Workspace, run_id: i64) -> Result<RunCounts, sqlx::Error> {
-    let row: (i32, i32, i32, i32, i32, i32, i32, i32, i32) = sqlx::query_as(
+    let row: (i32, i32, i32, i32, i32, i32, i32, i32) = sqlx::query_as(
         "SELECT repos_synced, repos_unchanged, repos_failed, repos_removed,
-                docs_added, docs_changed, docs_removed, github_requests, repos_already_current
+                docs_added, docs_changed, docs_removed, repos_already_current
+           FROM sync_runs WHERE id = $1",
+    )
+    .bind(run_id)
+    .fetch_one(&ws.pool)
+    .await?;
+    let github: (i32, i32, i32, i32, i32) = sqlx::query_as(
+        "SELECT github_requests, github_rest_requests, github_graphql_requests,
+                github_rest_units, github_graphql_points
            FROM sync_runs WHERE id = $1",
     )
     .bind(run_id)
@@ -293,14 +301,18 @@ async fn run_counts(ws: &Workspace, run_id: i64) -> Result<RunCounts, sqlx::Erro
         docs_added: n(row.4),
         docs_changed: n(row.5),
         docs_removed: n(row.6),
-        github_requests: u64::from(n(row.7)),
-        repos_already_current: n(row.8),
+        repos_already_current: n(row.7),
+        github_requests: u64::from(n(github.0)),
+        github_rest_requests: u64::from(n(github.1)),
+        github_graphql_requests: u64::from(n(github.2)),
+        github_rest_units: u64::from(n(github.3)),
+        github_graphql_points: u64::from(n(github.4)),
     })
 }
 
 fn counts_line(c: &RunCounts) -> String {
     let mut line = format!(
-        "repositories {} synced, {} unchanged, {} failed, {} removed; documents {} added, {} changed, {} removed; {} GitHub requests",
+        "repositories {} synced, {} unchanged, {} failed, {} removed; documents {} added, {} changed, {} removed; {} GitHub requests ({} REST, {} GraphQL; rate limit: {} REST units, {} GraphQL points)",
         c.repos_synced,
         c.repos_unchanged,
         c.repos_failed,
@@ -308,7 +320,11 @@ fn counts_line(c: &RunCounts) -> String {
         c.docs_added,
         c.docs_changed,
         c.docs_removed,
-        c.github_requests
+        c.github_requests,
+        c.github_rest_requests,
+        c.github_graphql_requests,
+        c.github_rest_units,
+        c.github_graphql_points
     );
     if c.repos_already_current > 0 {
         // A lost COMMIT reply leaves "failed, 0 synced" on the earlier run: say what was true.

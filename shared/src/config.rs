@@ -143,6 +143,8 @@ pub struct TenantConfig {
 #[derive(Debug, Clone)]
 pub struct GithubAppConfig {
     pub api_url: Url,
+    /// `GITHUB_GRAPHQL_URL`; `None` derives it from `api_url` (see `github::graphql_url_for`).
+    pub graphql_url: Option<Url>,
     pub app_id: u64,
     pub private_key_pem: Secret,
     pub installation_id: u64,
@@ -322,6 +324,7 @@ struct RawTenant {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawGithub {
     api_url: Option<String>,
+    graphql_url: Option<String>,
     app_id: u64,
     private_key: Option<String>,
     private_key_file: Option<String>,
@@ -626,6 +629,9 @@ fn tenant_from_env(get: &impl Fn(&str) -> Option<String>) -> Result<TenantConfig
                 "GITHUB_API_URL",
                 &get("GITHUB_API_URL").unwrap_or_else(|| DEFAULT_GITHUB_API_URL.to_owned()),
             )?,
+            graphql_url: get("GITHUB_GRAPHQL_URL")
+                .map(|v| parse_api_url("GITHUB_GRAPHQL_URL", &v))
+                .transpose()?,
             app_id: parse_id("GITHUB_APP_ID", &app_id)?,
             private_key_pem: pem,
             installation_id: parse_id("GITHUB_INSTALLATION_ID", &installation)?,
@@ -707,6 +713,11 @@ fn tenants_from_file(
                         &at("github.apiUrl"),
                         g.api_url.as_deref().unwrap_or(DEFAULT_GITHUB_API_URL),
                     )?,
+                    graphql_url: g
+                        .graphql_url
+                        .as_deref()
+                        .map(|v| parse_api_url(&at("github.graphqlUrl"), v))
+                        .transpose()?,
                     app_id: g.app_id,
                     private_key_pem: pem,
                     installation_id: g.installation_id,
@@ -916,6 +927,40 @@ mod tests {
             !format!("{gh:?}").contains("BEGIN"),
             "the key never reaches Debug output"
         );
+    }
+
+    #[test]
+    fn the_graphql_url_is_optional_and_checked_at_start() {
+        let app = [
+            DB,
+            ("GITHUB_APP_ID", "1"),
+            ("GITHUB_INSTALLATION_ID", "3"),
+            (
+                "GITHUB_APP_PRIVATE_KEY",
+                "-----BEGIN PRIVATE KEY-----\\nx\\n-----END PRIVATE KEY-----",
+            ),
+        ];
+        let derived = cfg(&app).unwrap();
+        assert_eq!(
+            derived.tenants[0].github.as_ref().unwrap().graphql_url,
+            None
+        );
+        let mut set = app.to_vec();
+        set.push(("GITHUB_GRAPHQL_URL", "https://ghe.example.com/api/graphql"));
+        let c = cfg(&set).unwrap();
+        assert_eq!(
+            c.tenants[0]
+                .github
+                .as_ref()
+                .unwrap()
+                .graphql_url
+                .as_ref()
+                .map(Url::as_str),
+            Some("https://ghe.example.com/api/graphql")
+        );
+        let mut bad = app.to_vec();
+        bad.push(("GITHUB_GRAPHQL_URL", "ftp://x/graphql"));
+        assert_eq!(cfg(&bad).unwrap_err().variable, "GITHUB_GRAPHQL_URL");
     }
 
     #[test]

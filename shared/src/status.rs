@@ -18,7 +18,7 @@ pub struct RepoStatus {
     pub warning_count: i64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
     pub id: i64,
@@ -27,6 +27,19 @@ pub struct RunSummary {
     pub status: String,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    #[sqlx(flatten)]
+    pub github: GithubSpend,
+}
+
+/// What a run spent on GitHub: requests by kind, and rate-limit units (REST core units, GraphQL
+/// points; the two are separate budgets).
+#[derive(Debug, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct GithubSpend {
+    pub rest_requests: i32,
+    pub graphql_requests: i32,
+    pub rest_units: i32,
+    pub graphql_points: i32,
 }
 
 #[derive(Debug, Serialize)]
@@ -59,14 +72,19 @@ impl TenantStatus {
         }
         let _ = writeln!(s, "  recent runs: {}", self.recent_runs.len());
         for run in &self.recent_runs {
+            let g = &run.github;
             let _ = writeln!(
                 s,
-                "    #{:<6} {:<9} {:<8} {:<30} {}",
+                "    #{:<6} {:<9} {:<8} {:<30} {}  GitHub: {} REST + {} GraphQL requests, {} REST units + {} GraphQL points",
                 run.id,
                 run.trigger,
                 run.status,
                 run.scope.as_deref().unwrap_or("(all)"),
-                run.started_at.format("%Y-%m-%d %H:%M:%S")
+                run.started_at.format("%Y-%m-%d %H:%M:%S"),
+                g.rest_requests,
+                g.graphql_requests,
+                g.rest_units,
+                g.graphql_points
             );
         }
         s
@@ -105,34 +123,14 @@ pub async fn tenant_status(pool: &PgPool) -> Result<TenantStatus, sqlx::Error> {
         warning_count,
     })
     .collect();
-    let recent_runs = sqlx::query_as::<
-        _,
-        (
-            i64,
-            String,
-            Option<String>,
-            String,
-            DateTime<Utc>,
-            Option<DateTime<Utc>>,
-        ),
-    >(
-        "SELECT id, trigger, scope, status, started_at, finished_at
+    let recent_runs = sqlx::query_as::<_, RunSummary>(
+        "SELECT id, trigger, scope, status, started_at, finished_at,
+                github_rest_requests AS rest_requests, github_graphql_requests AS graphql_requests,
+                github_rest_units AS rest_units, github_graphql_points AS graphql_points
          FROM sync_runs ORDER BY started_at DESC, id DESC LIMIT 10",
     )
     .fetch_all(pool)
-    .await?
-    .into_iter()
-    .map(
-        |(id, trigger, scope, status, started_at, finished_at)| RunSummary {
-            id,
-            trigger,
-            scope,
-            status,
-            started_at,
-            finished_at,
-        },
-    )
-    .collect();
+    .await?;
     Ok(TenantStatus {
         migrated,
         repos,

@@ -46,6 +46,11 @@ pub struct RunCountsView {
     pub docs_changed: i32,
     pub docs_removed: i32,
     pub github_requests: i32,
+    /// GitHub requests by kind, and rate-limit units spent (REST core units; GraphQL points).
+    pub github_rest_requests: i32,
+    pub github_graphql_requests: i32,
+    pub github_rest_units: i32,
+    pub github_graphql_points: i32,
 }
 
 #[derive(Debug, Serialize, sqlx::FromRow)]
@@ -71,7 +76,8 @@ macro_rules! run_columns {
     () => {
         "id, trigger, scope, status, error, retry_after, started_at, finished_at, repos_synced,
          repos_unchanged, repos_failed, repos_removed, repos_already_current, docs_added,
-         docs_changed, docs_removed, github_requests"
+         docs_changed, docs_removed, github_requests, github_rest_requests, github_graphql_requests,
+         github_rest_units, github_graphql_points"
     };
 }
 

@@ -23,6 +23,7 @@ use super::pagination::next_link;
 use super::rate_limit::{Decision, RateLimit, RateLimitHit, decide};
 use super::token::{CachedToken, DEFAULT_REFRESH_MARGIN, IssuedToken, TokenSlot};
 use super::token_store::TokenStore;
+use super::usage::{RequestKind, Usage, UsageCounters};
 use crate::config::{GithubAppConfig, Secret};
 
 const JSON: &str = "application/vnd.github+json";
@@ -71,6 +72,8 @@ struct Inner {
     /// pay at cold start.
     http: std::sync::OnceLock<reqwest::Client>,
     base: Url,
+    /// The GraphQL endpoint (`GITHUB_GRAPHQL_URL`, else derived from the REST base).
+    graphql: Url,
     installation_id: u64,
     signer: AppSigner,
     rate_limit_budget: Duration,
@@ -80,6 +83,7 @@ struct Inner {
     store: Option<TokenStore>,
     token_generation: AtomicU64,
     requests: AtomicU64,
+    usage: UsageCounters,
     bytes: AtomicU64,
     last_rate_limit: std::sync::Mutex<Option<RateLimit>>,
     aborted: watch::Sender<bool>,
@@ -95,14 +99,18 @@ impl std::fmt::Debug for GithubClient {
 }
 
 /// One request to make (the credential is added per attempt).
-struct Call {
-    method: Method,
-    url: Url,
-    accept: &'static str,
-    if_none_match: Option<String>,
+pub(super) struct Call {
+    pub(super) method: Method,
+    pub(super) url: Url,
+    pub(super) accept: &'static str,
+    pub(super) if_none_match: Option<String>,
     /// Non-2xx statuses the caller interprets itself (304 on a conditional request, 409 on
     /// the commits of an empty repository).
-    passthrough: &'static [u16],
+    pub(super) passthrough: &'static [u16],
+    /// A JSON request body (GraphQL); `None` sends none (an empty one on a POST).
+    pub(super) json_body: Option<Vec<u8>>,
+    /// Which API it is, for the per-kind request counts.
+    pub(super) kind: RequestKind,
 }
 
 impl Call {
@@ -113,20 +121,22 @@ impl Call {
             accept: JSON,
             if_none_match: None,
             passthrough: &[],
+            json_body: None,
+            kind: RequestKind::Rest,
         }
     }
 }
 
 /// An answer whose body has been read.
-struct Reply {
-    status: StatusCode,
-    headers: HeaderMap,
-    body: Bytes,
+pub(super) struct Reply {
+    pub(super) status: StatusCode,
+    pub(super) headers: HeaderMap,
+    pub(super) body: Bytes,
 }
 
 /// Rate-limit waits already taken by one call.
 #[derive(Default)]
-struct Waits {
+pub(super) struct Waits {
     waited: Duration,
     count: u32,
 }
@@ -175,11 +185,16 @@ impl GithubClient {
                 options.token_lock_wait,
             )
         });
+        let graphql = config
+            .graphql_url
+            .clone()
+            .unwrap_or_else(|| super::graphql::graphql_url_for(&base));
         let (aborted, _) = watch::channel(false);
         Ok(Self {
             inner: Arc::new(Inner {
                 http: std::sync::OnceLock::new(),
                 base,
+                graphql,
                 installation_id: config.installation_id,
                 signer,
                 rate_limit_budget: Duration::from_secs(config.rate_limit_wait_budget_secs),
@@ -188,6 +203,7 @@ impl GithubClient {
                 store,
                 token_generation: AtomicU64::new(0),
                 requests: AtomicU64::new(0),
+                usage: UsageCounters::default(),
                 bytes: AtomicU64::new(0),
                 last_rate_limit: std::sync::Mutex::new(None),
                 aborted,
@@ -378,6 +394,12 @@ impl GithubClient {
         self.inner.requests.load(Ordering::Relaxed)
     }
 
+    /// Requests by kind and rate-limit units spent so far by this client (and its clones); a
+    /// run reports the difference between two readings ([`Usage::since`]).
+    pub fn usage(&self) -> Usage {
+        self.inner.usage.read()
+    }
+
     /// Body bytes received (after content decoding).
     pub fn bytes_received(&self) -> u64 {
         self.inner.bytes.load(Ordering::Relaxed)
@@ -403,8 +425,12 @@ impl GithubClient {
 
     // -----------------------------------------------------------------------------------------
 
+    pub(super) fn graphql_url(&self) -> &Url {
+        &self.inner.graphql
+    }
+
     /// Race `work` against the abort flag.
-    async fn abortable<T>(
+    pub(super) async fn abortable<T>(
         &self,
         work: impl Future<Output = Result<T, GithubError>>,
     ) -> Result<T, GithubError> {
@@ -474,7 +500,7 @@ impl GithubClient {
 
     /// A call authenticated with the installation token: rate limits waited out within the
     /// budget; a refused token is exchanged afresh once, then `Unauthorized`.
-    async fn installation_call(&self, call: &Call) -> Result<Reply, GithubError> {
+    pub(super) async fn installation_call(&self, call: &Call) -> Result<Reply, GithubError> {
         let mut waits = Waits::default();
         let mut exchanged_after_refusal = false;
         loop {
@@ -483,9 +509,14 @@ impl GithubClient {
                 .send_once(call, &format!("token {}", token.token.value.expose()))
                 .await?;
             if is_pass(call, reply.status) {
+                self.charge_rest(call, reply.status);
                 return Ok(reply);
             }
-            match self.classify(&reply, AuthKind::Installation) {
+            let failure = self.classify(&reply, AuthKind::Installation);
+            if !matches!(failure, Failure::RateLimit(_)) {
+                self.charge_rest(call, reply.status);
+            }
+            match failure {
                 Failure::RateLimit(hit) => self.wait_out(&hit, &mut waits).await?,
                 Failure::TokenRefused if !exchanged_after_refusal => {
                     info!("installation token refused; exchanging a fresh one");
@@ -498,12 +529,29 @@ impl GithubClient {
         }
     }
 
+    /// A REST answer to an installation token spends one unit of the installation's core
+    /// budget, except a 304 (GitHub does not charge it) and a rate-limit refusal.
+    fn charge_rest(&self, call: &Call, status: StatusCode) {
+        if call.kind == RequestKind::Rest && status != StatusCode::NOT_MODIFIED {
+            self.inner.usage.charge(RequestKind::Rest, 1);
+        }
+    }
+
+    /// GraphQL points a query cost (read from its `rateLimit { cost }`).
+    pub(super) fn charge_graphql(&self, points: u64) {
+        self.inner.usage.charge(RequestKind::Graphql, points);
+    }
+
     fn classify(&self, reply: &Reply, auth: AuthKind) -> Failure {
         classify(reply.status, &reply.headers, &reply.body, auth, Utc::now())
     }
 
     /// Sleep through a rate limit when it fits the budget; otherwise fail with the retry time.
-    async fn wait_out(&self, hit: &RateLimitHit, waits: &mut Waits) -> Result<(), GithubError> {
+    pub(super) async fn wait_out(
+        &self,
+        hit: &RateLimitHit,
+        waits: &mut Waits,
+    ) -> Result<(), GithubError> {
         match decide(hit, waits.waited, waits.count, self.inner.rate_limit_budget) {
             Decision::Wait(wait) => {
                 info!(
@@ -628,12 +676,17 @@ impl GithubClient {
         if let Some(etag) = &call.if_none_match {
             request = request.header(IF_NONE_MATCH, etag.as_str());
         }
-        if call.method == Method::POST {
+        if let Some(body) = &call.json_body {
+            request = request
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .body(body.clone());
+        } else if call.method == Method::POST {
             // An explicit empty body, so the request carries `Content-Length: 0`.
             request = request.body(Vec::<u8>::new());
         }
 
         self.inner.requests.fetch_add(1, Ordering::Relaxed);
+        self.inner.usage.count(call.kind);
         let response = request.send().await.map_err(|e| {
             debug!(method = %call.method, path = call.url.path(), error = %e, "GitHub request failed");
             from_transport(&e)
@@ -668,12 +721,12 @@ impl GithubClient {
     }
 }
 
-fn is_pass(call: &Call, status: StatusCode) -> bool {
+pub(super) fn is_pass(call: &Call, status: StatusCode) -> bool {
     status.is_success() || call.passthrough.contains(&status.as_u16())
 }
 
 /// The documented success status; any other is unexpected.
-fn expect_status(reply: &Reply, expected: StatusCode) -> Result<(), GithubError> {
+pub(super) fn expect_status(reply: &Reply, expected: StatusCode) -> Result<(), GithubError> {
     if reply.status == expected {
         Ok(())
     } else {
@@ -706,6 +759,7 @@ mod tests {
             private_key_pem: Secret::new(pem),
             installation_id: 7,
             rate_limit_wait_budget_secs: 60,
+            graphql_url: None,
         })
         .unwrap()
     }

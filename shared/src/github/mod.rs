@@ -11,6 +11,8 @@
 
 mod client;
 mod error;
+mod graphql;
+mod graphql_heads;
 mod jwt;
 mod model;
 mod pagination;
@@ -18,9 +20,13 @@ mod rate_limit;
 mod token;
 mod token_cipher;
 mod token_store;
+mod usage;
 
 pub use client::{ClientOptions, GithubClient};
 pub use error::GithubError;
+pub use graphql::graphql_url_for;
+pub use graphql_heads::{BatchHead, HeadQuery, MAX_IDS_PER_QUERY};
 pub use model::{EntryKind, HeadCheck, Installation, RepoInfo, Tree, TreeEntry, git_blob_sha};
 pub use rate_limit::RateLimit;
 pub use token::DEFAULT_REFRESH_MARGIN;
+pub use usage::{RequestKind, Usage};

@@ -37,6 +37,8 @@ pub struct RepoInfo {
     pub default_branch: Option<String>,
     pub html_url: Option<String>,
     pub description: Option<String>,
+    /// GitHub's global node id (GraphQL `nodes(ids:)` reads heads by it).
+    pub node_id: Option<String>,
 }
 
 impl RepoInfo {
@@ -132,6 +134,7 @@ pub(crate) struct RawInstallationRepos {
 #[derive(Deserialize)]
 pub(crate) struct RawRepo {
     pub id: i64,
+    pub node_id: Option<String>,
     pub name: String,
     pub owner: RawAccount,
     #[serde(default)]
@@ -154,6 +157,7 @@ impl From<RawRepo> for RepoInfo {
             default_branch: r.default_branch.filter(|b| !b.is_empty()),
             html_url: r.html_url,
             description: r.description,
+            node_id: r.node_id.filter(|n| !n.is_empty()),
         }
     }
 }

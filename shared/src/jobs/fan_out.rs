@@ -1,6 +1,7 @@
 //! A full sync that scales past one invocation (DESIGN.md "Scale past one invocation"): with the
-//! SQS adapter, `sync.full` lists the installation, narrows it by configuration, applies the
-//! removal rule, and sends one `sync.repo` job per selected repository plus a `sync.drain`;
+//! SQS adapter, `sync.full` lists the installation, narrows it by configuration, reads the heads
+//! in GraphQL batches (`sync::head_batch`), applies the removal rule, and sends one `sync.repo`
+//! job per repository that changed (issue 10: an unchanged one gets none) plus a `sync.drain`;
 //! other workers sync the repositories. The repository locks and rerun markers in Postgres keep
 //! the semantics whichever worker runs each job.
 //!
@@ -15,6 +16,7 @@ use crate::jobs::sqs::SqsAdapter;
 use crate::jobs::{Job, RepoRef};
 use crate::scheduler;
 use crate::sync::full::{RunReport, remove_unselected, take_listing};
+use crate::sync::head_batch::{self, Scope};
 use crate::sync::lock::{HeldLock, scheduler_key};
 use crate::sync::removal::selected;
 use crate::sync::repository::SyncError;
@@ -99,10 +101,10 @@ async fn fan_out(
     queue: &SqsAdapter,
 ) -> Result<FanOut, sqlx::Error> {
     let run = Run::start(&ws.pool, trigger, None).await?;
-    let requests_before = ws.client.requests_made();
+    let usage_before = ws.client.usage();
     let mut counts = RunCounts::default();
     let result = list_and_send(ws, trigger, queue, &mut counts).await;
-    counts.github_requests = ws.client.requests_made().saturating_sub(requests_before);
+    counts.record_usage(&ws.client.usage().since(&usage_before));
     let run_id = run.id;
     let (status, stopped, repositories, stopped_by) = match result {
         Ok(n) => (RunStatus::Success, None, n, None),
@@ -139,12 +141,20 @@ async fn list_and_send(
     counts: &mut RunCounts,
 ) -> Result<usize, Stop> {
     let (listing, listed_at) = take_listing(ws).await?;
-    let jobs: Vec<Job> = listing
+    let wanted: Vec<RepoInfo> = listing
         .iter()
         .filter(|r| selected(&ws.config, r))
+        .cloned()
+        .collect();
+    let triage = head_batch::triage(ws, wanted.clone(), Scope::FullRun).await?;
+    counts.repos_unchanged += triage.unchanged.len() as u32;
+    let jobs: Vec<Job> = triage
+        .to_sync
+        .iter()
         .map(|r| repo_job(ws, r, trigger))
         .collect();
     let sent = queue.send_many(&jobs).await.map_err(Stop::Queue)?;
+    head_batch::remember_node_ids(ws, &wanted).await?;
 
     counts.repos_removed += remove_unselected(ws, &listing, listed_at).await?;
     // Markers left by requests made while nothing ran are drained by a worker too.

@@ -113,10 +113,10 @@ pub async fn request_sync(
             return Err(e.into());
         }
     };
-    let requests_before = ws.client.requests_made();
+    let usage_before = ws.client.usage();
     let mut counts = RunCounts::default();
     let result = run_passes(ws, repo, lock, &mut counts, Some(&mut run)).await;
-    counts.github_requests = ws.client.requests_made().saturating_sub(requests_before);
+    counts.record_usage(&ws.client.usage().since(&usage_before));
     match result {
         Ok(passes) => {
             let status = if counts.repos_failed > 0 {

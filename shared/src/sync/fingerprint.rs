@@ -18,6 +18,15 @@ pub struct SelectionSettings<'a> {
     pub max_docs: u32,
 }
 
+/// The fingerprint a repository's plan gets under `config` (its docs folder override, caps).
+pub fn for_repository(config: &crate::config::SyncConfig, full_name: &str) -> String {
+    fingerprint(&SelectionSettings {
+        docs_path: config.docs_path(full_name),
+        max_file_bytes: config.max_file_bytes,
+        max_docs: config.max_docs_per_repo,
+    })
+}
+
 /// Hex SHA-256 over the rules version and every selection setting, each field tagged and
 /// length-prefixed so no two settings can produce the same input.
 pub fn fingerprint(settings: &SelectionSettings<'_>) -> String {

@@ -1,7 +1,8 @@
 //! Full runs and the drain (spec entry points `syncAll` and `drainSyncRequests`).
 //!
-//! `sync_all` lists the installation's repositories, narrows them by configuration, syncs each,
-//! removes stored repositories that are no longer selected, then drains waiting markers.
+//! `sync_all` lists the installation's repositories, narrows them by configuration, reads their
+//! heads in GraphQL batches (`head_batch`), syncs each one that changed, removes stored
+//! repositories that are no longer selected, then drains waiting markers.
 //! Run-stopping errors stop the whole run (the remaining repositories are not attempted; the run
 //! is failed); other failures make the run partial.
 
@@ -11,6 +12,7 @@ use serde::Serialize;
 
 use crate::github::{GithubError, RepoInfo};
 use crate::sync::coalescing::{run_passes, stopped};
+use crate::sync::head_batch::{self, Scope};
 use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::removal::{self, RemovalError, selected};
 use crate::sync::repository::SyncError;
@@ -46,10 +48,10 @@ impl RunReport {
 /// `syncAll`: one full run.
 pub async fn sync_all(ws: &Workspace, trigger: Trigger) -> Result<RunReport, sqlx::Error> {
     let mut run = Run::start(&ws.pool, trigger, None).await?;
-    let requests_before = ws.client.requests_made();
+    let usage_before = ws.client.usage();
     let mut counts = RunCounts::default();
     let result = full_run(ws, &mut run, &mut counts).await;
-    counts.github_requests = ws.client.requests_made().saturating_sub(requests_before);
+    counts.record_usage(&ws.client.usage().since(&usage_before));
     finish(ws, run, counts, result).await
 }
 
@@ -110,10 +112,13 @@ async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Resu
         .cloned()
         .collect();
 
+    let triage = head_batch::triage(ws, wanted.clone(), Scope::FullRun).await?;
+    counts.repos_unchanged += triage.unchanged.len() as u32;
+
     let concurrency = ws.repo_concurrency();
     let mut stop: Option<SyncError> = None;
     {
-        let mut results = futures::stream::iter(wanted)
+        let mut results = futures::stream::iter(triage.to_sync)
             .map(|repo| {
                 let ws = ws.clone();
                 async move {
@@ -141,12 +146,13 @@ async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Resu
         )));
     }
 
+    head_batch::remember_node_ids(ws, &wanted).await?;
     counts.repos_removed += remove_unselected(ws, &listing, listed_at).await?;
     drain_into(ws, run, counts).await
 }
 
-/// One listed repository inside a full run: no marker unless the lock is busy (then the holder
-/// runs another pass for us), so an unchanged repository costs one request and no write.
+/// One listed repository whose head check said it changed (or could not tell): no marker unless
+/// the lock is busy (then the holder runs another pass for us).
 async fn sync_listed(
     ws: &Workspace,
     repo: &RepoInfo,
@@ -170,10 +176,10 @@ pub async fn drain_sync_requests(
         return Ok(None);
     }
     let mut run = Run::start(&ws.pool, trigger, None).await?;
-    let requests_before = ws.client.requests_made();
+    let usage_before = ws.client.usage();
     let mut counts = RunCounts::default();
     let result = drain_into(ws, &mut run, &mut counts).await;
-    counts.github_requests = ws.client.requests_made().saturating_sub(requests_before);
+    counts.record_usage(&ws.client.usage().since(&usage_before));
     finish(ws, run, counts, result).await.map(Some)
 }
 
@@ -187,12 +193,14 @@ struct WaitingRow {
     archived: bool,
     html_url: Option<String>,
     description: Option<String>,
+    node_id: Option<String>,
 }
 
 /// Repositories with a waiting marker, oldest request first, described from their stored rows.
 async fn waiting(ws: &Workspace) -> Result<Vec<RepoInfo>, sqlx::Error> {
     let rows: Vec<WaitingRow> = sqlx::query_as(
-        "SELECT github_id, owner, name, default_branch, private, archived, html_url, description
+        "SELECT github_id, owner, name, default_branch, private, archived, html_url, description,
+                node_id
          FROM repos WHERE sync_requested_at IS NOT NULL ORDER BY sync_requested_at",
     )
     .fetch_all(&ws.pool)
@@ -208,19 +216,30 @@ async fn waiting(ws: &Workspace) -> Result<Vec<RepoInfo>, sqlx::Error> {
             default_branch: r.default_branch,
             html_url: r.html_url,
             description: r.description,
+            node_id: r.node_id,
         })
         .collect())
 }
 
+/// Drain: the waiting repositories' heads are read in GraphQL batches first; an unchanged one
+/// only has its marker cleared (as a pass would), the rest run passes.
 async fn drain_into(
     ws: &Workspace,
     run: &mut Run,
     counts: &mut RunCounts,
 ) -> Result<(), SyncError> {
-    for repo in waiting(ws).await? {
-        if !selected(&ws.config, &repo) {
-            continue;
-        }
+    let checked_from: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
+        .fetch_one(&ws.pool)
+        .await?;
+    let waiting: Vec<RepoInfo> = waiting(ws)
+        .await?
+        .into_iter()
+        .filter(|r| selected(&ws.config, r))
+        .collect();
+    let triage = head_batch::triage(ws, waiting, Scope::Drain).await?;
+    head_batch::clear_markers(ws, &triage.unchanged, checked_from).await?;
+    counts.repos_unchanged += triage.unchanged.len() as u32;
+    for repo in triage.to_sync {
         // A busy repository is left to its holder, which looks at the marker after unlocking.
         let Some(lock) = HeldLock::try_acquire(&ws.pool, repo_key(repo.github_id)).await? else {
             continue;

@@ -4,7 +4,8 @@
 //! scope, only what changed, with `listings` storing what it read), `selection`, `fetch` (diff and
 //! fetch), `parse`, `persist`, with `failure` for the fixed messages and `repository` tying the
 //! steps together. Runs: `lock` (serialization), `coalescing` (rerun markers), `runs` (sync_runs
-//! rows and run locks), `full` (full runs and the drain), `removal`, `reaper`, `workspace`.
+//! rows and run locks), `full` (full runs and the drain), `head_batch` (their batched GraphQL
+//! head checks), `removal`, `reaper`, `workspace`.
 
 pub mod coalescing;
 pub mod failure;
@@ -12,6 +13,7 @@ pub mod fetch;
 pub mod fingerprint;
 pub mod full;
 pub mod listings;
+pub mod head_batch;
 pub mod lock;
 pub mod parse;
 pub mod persist;

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
-use crate::github::GithubError;
+use crate::github::{GithubError, Usage};
 
 use crate::sync::lock::{HeldLock, run_key};
 use crate::sync::persist::Counts;
@@ -66,7 +66,14 @@ pub struct RunCounts {
     pub docs_added: u32,
     pub docs_changed: u32,
     pub docs_removed: u32,
+    /// Every GitHub request of the run (token exchanges included).
     pub github_requests: u64,
+    pub github_rest_requests: u64,
+    pub github_graphql_requests: u64,
+    /// Units of the REST core budget spent (a 304 costs none).
+    pub github_rest_units: u64,
+    /// Points of the GraphQL budget spent.
+    pub github_graphql_points: u64,
 }
 
 impl RunCounts {
@@ -85,6 +92,19 @@ impl RunCounts {
         self.docs_changed += o.docs_changed;
         self.docs_removed += o.docs_removed;
         self.github_requests += o.github_requests;
+        self.github_rest_requests += o.github_rest_requests;
+        self.github_graphql_requests += o.github_graphql_requests;
+        self.github_rest_units += o.github_rest_units;
+        self.github_graphql_points += o.github_graphql_points;
+    }
+
+    /// What the run spent on GitHub (the difference of two `GithubClient::usage` readings).
+    pub fn record_usage(&mut self, spent: &Usage) {
+        self.github_requests = spent.requests();
+        self.github_rest_requests = spent.rest_requests;
+        self.github_graphql_requests = spent.graphql_requests;
+        self.github_rest_units = spent.rest_units;
+        self.github_graphql_points = spent.graphql_points;
     }
 }
 
@@ -176,7 +196,9 @@ impl Run {
             "UPDATE sync_runs SET status = $2, finished_at = now(), error = $3,
                  repos_synced = $4, repos_unchanged = $5, repos_failed = $6, repos_removed = $7,
                  docs_added = $8, docs_changed = $9, docs_removed = $10, github_requests = $11,
-                 retry_after = $12, repos_already_current = $13
+                 retry_after = $12, repos_already_current = $13,
+                 github_rest_requests = $14, github_graphql_requests = $15,
+                 github_rest_units = $16, github_graphql_points = $17
              WHERE id = $1 AND status = 'running'",
         )
         .bind(self.id)
@@ -189,12 +211,21 @@ impl Run {
         .bind(counts.docs_added as i32)
         .bind(counts.docs_changed as i32)
         .bind(counts.docs_removed as i32)
-        .bind(i32::try_from(counts.github_requests).unwrap_or(i32::MAX))
+        .bind(clamp_i32(counts.github_requests))
         .bind(stopped.and_then(|s| s.retry_after))
         .bind(counts.repos_already_current as i32)
+        .bind(clamp_i32(counts.github_rest_requests))
+        .bind(clamp_i32(counts.github_graphql_requests))
+        .bind(clamp_i32(counts.github_rest_units))
+        .bind(clamp_i32(counts.github_graphql_points))
         .execute(pool)
         .await;
         self.lock.release().await;
         result.map(|_| ())
     }
+}
+
+/// A count as the `integer` column stores it (saturating; a run never gets near it).
+fn clamp_i32(n: u64) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
 }

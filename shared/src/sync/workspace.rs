@@ -70,6 +70,7 @@ mod tests {
             .unwrap();
         let gh = crate::config::GithubAppConfig {
             api_url: "http://127.0.0.1:9".parse().unwrap(),
+            graphql_url: None,
             app_id: 1,
             private_key_pem: crate::config::Secret::new(include_str!(
                 "../../../tests/fixtures/keys/app.pem"

@@ -157,5 +157,6 @@ pub fn repo_from_payload(v: &Value) -> Result<RepoInfo, JobError> {
         default_branch: v["default_branch"].as_str().map(str::to_owned),
         html_url: v["html_url"].as_str().map(str::to_owned),
         description: v["description"].as_str().map(str::to_owned),
+        node_id: v["node_id"].as_str().map(str::to_owned),
     })
 }

@@ -8,14 +8,27 @@
 //!    Target: initial within 1.3x of (docs / 8) x 20 ms; unchanged = 1 request, 0 writes; a
 //!    one-file change fetches one blob.
 //! 2. A no-op full sync over `repos` repositories (default 1000) with 1 ms latency: requests
-//!    (target: listing pages + exactly one per repository), rows written beyond the run row and
+//!    (target: listing pages + one batched GraphQL head check per 100 repositories; issue 10, was
+//!    one REST head check per repository), rows written beyond the run row and
 //!    repository status (target: none), CPU time per repository (this process, which also hosts
 //!    the fake GitHub: an upper bound).
+//! 3. Issue 10, target 1: a no-op full run of `noop` repositories (default 10,000) with 20 ms
+//!    latency per GitHub request, in a new process (a new client, so a new token): GitHub
+//!    requests per 100 repositories (target: at most 2.1: listing pages of 100 + one batched
+//!    GraphQL head check per 100 + the token exchange), per-repository requests (target 0), rows
+//!    written (target 0), wall time (target at most 30 s); then the same through the SQS fan-out
+//!    (moto at `AWS_ENDPOINT_URL_SQS`, default 127.0.0.1:4566, a queue of its own): `sync.repo`
+//!    messages sent (target 0).
+//!
+//! `cargo run --profile perf -p syncplane-tests --bin bench-sync [docs] [repos] [noop]`; a
+//! scenario whose count is 0 is skipped.
 
 use std::time::{Duration, Instant};
 
 use shared::config::{GithubAppConfig, Secret, SyncConfig, TenantId};
 use shared::github::{ClientOptions, GithubClient};
+use shared::jobs::fan_out::fan_out_full;
+use shared::jobs::sqs::SqsAdapter;
 use shared::sync::full::sync_all;
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::{RunOptions, Workspace};
@@ -27,6 +40,7 @@ use syncplane_tests::rows::{changed, row_versions};
 fn client(gh: &FakeGithub, installation: u64) -> GithubClient {
     let config = GithubAppConfig {
         api_url: gh.url().parse().expect("fake url"),
+        graphql_url: None,
         app_id: gh.app_id(),
         private_key_pem: Secret::new(gh.private_key_pem()),
         installation_id: installation,
@@ -150,23 +164,30 @@ async fn one_repository(docs: usize) {
     );
 }
 
-async fn many_repositories(repos: usize) {
+/// A database and a fake GitHub holding `repos` repositories named `bench/<prefix>-NNNNN` with
+/// `files`, with a rate limit no run exhausts (GitHub's 5000 an hour would run out).
+async fn estate(prefix: &str, repos: usize, files: &[(&str, &[u8])]) -> (TestDb, FakeGithub, u64) {
     let db = TestDb::new().await;
     let gh = FakeGithub::start().await;
     let installation = gh.add_installation("bench");
-    // The fake's default budget (5000 an hour, like GitHub's) would run out in the first run.
     gh.set_rate_limit(1_000_000, 1_000_000, Duration::from_secs(3600));
     for i in 0..repos {
-        gh.add_repo(
-            installation,
-            &format!("bench/repo-{i:05}"),
-            &[
-                ("docs/a.md", b"# A\n".as_slice()),
-                ("docs/b.md", b"# B\n".as_slice()),
-                ("README.md", b"# R\n".as_slice()),
-            ],
-        );
+        gh.add_repo(installation, &format!("bench/{prefix}-{i:05}"), files);
     }
+    (db, gh, installation)
+}
+
+async fn many_repositories(repos: usize) {
+    let (db, gh, installation) = estate(
+        "repo",
+        repos,
+        &[
+            ("docs/a.md", b"# A\n".as_slice()),
+            ("docs/b.md", b"# B\n".as_slice()),
+            ("README.md", b"# R\n".as_slice()),
+        ],
+    )
+    .await;
     let ws = Workspace {
         tenant: TenantId::parse("bench").expect("tenant"),
         pool: db.pool.clone(),
@@ -205,10 +226,11 @@ async fn many_repositories(repos: usize) {
         .expect("runs");
     let pages = gh.count(Endpoint::InstallationRepos);
     println!(
-        "no-op full sync: {:.2} s wall, {} requests = {} listing page(s) + {} head checks ({} unchanged), content/repository rows written: {}, run rows added: {}, CPU {:.0} ms = {:.2} ms per repository (includes the in-process fake GitHub)",
+        "no-op full sync: {:.2} s wall, {} requests = {} listing page(s) + {} GraphQL head checks + {} REST head checks ({} unchanged), content/repository rows written: {}, run rows added: {}, CPU {:.0} ms = {:.2} ms per repository (includes the in-process fake GitHub)",
         wall.as_secs_f64(),
         gh.total_requests(),
         pages,
+        gh.count(Endpoint::Graphql),
         gh.count(Endpoint::Branch),
         report.counts.repos_unchanged,
         changed(&before, &row_versions(&db.pool).await),
@@ -218,11 +240,198 @@ async fn many_repositories(repos: usize) {
     );
 }
 
+/// GitHub requests that are about one repository (head checks, trees, blobs, lookups).
+fn per_repository_requests(gh: &FakeGithub) -> usize {
+    [
+        Endpoint::Branch,
+        Endpoint::Commits,
+        Endpoint::Tree,
+        Endpoint::Blob,
+        Endpoint::Repo,
+    ]
+    .iter()
+    .map(|e| gh.count(*e))
+    .sum()
+}
+
+fn noop_workspace(db: &TestDb, gh: &FakeGithub, installation: u64) -> Workspace {
+    Workspace {
+        tenant: TenantId::parse("bench").expect("tenant"),
+        pool: db.pool.clone(),
+        // A new client: a new process's, with no token yet.
+        client: client(gh, installation),
+        config: SyncConfig::default(),
+        options: RunOptions {
+            repo_concurrency: 8,
+            ..RunOptions::default()
+        },
+    }
+}
+
+/// A queue of the bench's own on the SQS emulator.
+async fn bench_queue() -> SqsAdapter {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL_SQS")
+        .unwrap_or_else(|_| "http://127.0.0.1:4566".to_owned());
+    let client = shared::jobs::sqs::emulator_client(&endpoint);
+    let name = format!("syncplane-bench-noop-{}", std::process::id());
+    let created = client
+        .create_queue()
+        .queue_name(&name)
+        .send()
+        .await
+        .expect("the SQS emulator answers (scripts/services.sh starts it)");
+    SqsAdapter::new(client, created.queue_url().unwrap_or_default())
+}
+
+/// `sync.repo` messages waiting in the queue (received and deleted).
+async fn repo_messages(queue: &SqsAdapter) -> (usize, usize) {
+    let (mut repo, mut other) = (0, 0);
+    loop {
+        let got = queue
+            .client()
+            .receive_message()
+            .queue_url(queue.queue_url())
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .expect("receive");
+        let messages = got.messages();
+        if messages.is_empty() {
+            return (repo, other);
+        }
+        for m in messages {
+            if m.body().unwrap_or_default().contains("\"sync.repo\"") {
+                repo += 1;
+            } else {
+                other += 1;
+            }
+            if let Some(handle) = m.receipt_handle() {
+                let _ = queue
+                    .client()
+                    .delete_message()
+                    .queue_url(queue.queue_url())
+                    .receipt_handle(handle)
+                    .send()
+                    .await;
+            }
+        }
+    }
+}
+
+fn print_noop(
+    label: &str,
+    gh: &FakeGithub,
+    repos: usize,
+    wall: Duration,
+    rows: usize,
+    unchanged: u32,
+) {
+    let total = gh.total_requests();
+    println!(
+        "{label}: {:.2} s wall (target <= 30 s), {total} GitHub requests = {:.2} per 100 repositories (target <= 2.1): {} token exchange, {} listing pages, {} GraphQL head checks; {} per-repository requests (target 0); {rows} rows written (target 0); {unchanged} unchanged",
+        wall.as_secs_f64(),
+        total as f64 * 100.0 / repos as f64,
+        gh.count(Endpoint::AccessToken),
+        gh.count(Endpoint::InstallationRepos),
+        gh.count(Endpoint::Graphql),
+        per_repository_requests(gh),
+    );
+}
+
+async fn noop_full_run(repos: usize) {
+    let (db, gh, installation) = estate(
+        "noop",
+        repos,
+        &[
+            ("docs/a.md", b"# A\n".as_slice()),
+            ("README.md", b"# R\n".as_slice()),
+        ],
+    )
+    .await;
+    println!(
+        "== issue 10, target 1: no-op full run of {repos} repositories, 20 ms per GitHub request"
+    );
+    let started = Instant::now();
+    let first = sync_all(&noop_workspace(&db, &gh, installation), Trigger::Manual)
+        .await
+        .expect("first full sync");
+    println!(
+        "setup: first full sync (no latency) {:.1} s, {} synced",
+        started.elapsed().as_secs_f64(),
+        first.counts.repos_synced
+    );
+    gh.set_latency(Duration::from_millis(20));
+
+    let ws = noop_workspace(&db, &gh, installation);
+    let before = row_versions(&db).await;
+    gh.reset_log();
+    let started = Instant::now();
+    let report = sync_all(&ws, Trigger::Schedule)
+        .await
+        .expect("no-op full sync");
+    let wall = started.elapsed();
+    let rows = changed(&before, &row_versions(&db).await);
+    print_noop(
+        "inline no-op full run",
+        &gh,
+        repos,
+        wall,
+        rows,
+        report.counts.repos_unchanged,
+    );
+    println!(
+        "  run counts: {} REST + {} GraphQL requests, {} REST units + {} GraphQL points",
+        report.counts.github_rest_requests,
+        report.counts.github_graphql_requests,
+        report.counts.github_rest_units,
+        report.counts.github_graphql_points
+    );
+
+    let queue = bench_queue().await;
+    let ws = noop_workspace(&db, &gh, installation);
+    let before = row_versions(&db).await;
+    gh.reset_log();
+    let started = Instant::now();
+    let fanned = fan_out_full(&ws, Trigger::Manual, &queue)
+        .await
+        .expect("fan-out")
+        .expect("not skipped");
+    let wall = started.elapsed();
+    let rows = changed(&before, &row_versions(&db).await);
+    print_noop(
+        "SQS fan-out no-op full run",
+        &gh,
+        repos,
+        wall,
+        rows,
+        fanned.report.counts.repos_unchanged,
+    );
+    let (repo_jobs, other_jobs) = repo_messages(&queue).await;
+    println!(
+        "  sync.repo messages: {repo_jobs} (target 0), fan-out reported {}; other messages: {other_jobs} (the sync.drain)",
+        fanned.repositories
+    );
+    let _ = queue
+        .client()
+        .delete_queue()
+        .queue_url(queue.queue_url())
+        .send()
+        .await;
+}
+
 #[tokio::main]
 async fn main() {
     let mut args = std::env::args().skip(1);
     let docs = args.next().and_then(|a| a.parse().ok()).unwrap_or(2000);
     let repos = args.next().and_then(|a| a.parse().ok()).unwrap_or(1000);
-    one_repository(docs).await;
-    many_repositories(repos).await;
+    let noop = args.next().and_then(|a| a.parse().ok()).unwrap_or(10_000);
+    if docs > 0 {
+        one_repository(docs).await;
+    }
+    if repos > 0 {
+        many_repositories(repos).await;
+    }
+    if noop > 0 {
+        noop_full_run(noop).await;
+    }
 }

@@ -2,7 +2,8 @@
 //! `notes/github-interfaces.md`): App JWT and installation tokens, repositories holding real
 //! git objects (ids equal to git's), ETag/304 on branches (ETags scoped to the token that
 //! received them, like GitHub's), gzip when asked, Link pagination, tree truncation, rate-limit
-//! headers and budget, faults on demand, artificial latency and a request log.
+//! headers and budget, faults on demand, artificial latency and a request log; and its GraphQL
+//! endpoint (`graphql`), with its own points budget and faults.
 //!
 //! Simplifications, on purpose: one rate-limit budget for the whole fake (App and installation
 //! requests alike); a renamed repository's old name answers 404 (GitHub answers 301); pushes
@@ -11,6 +12,7 @@
 mod auth;
 mod faults;
 pub mod git;
+mod graphql;
 mod routes;
 mod state;
 
@@ -26,6 +28,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use faults::Fault;
+pub use graphql::{GraphqlFault, MAX_NODE_IDS};
 
 use faults::{FaultRule, Target};
 use state::{Installation, Repo, State};
@@ -56,6 +59,8 @@ pub enum Endpoint {
     Commits,
     Tree,
     Blob,
+    /// `POST /graphql` (or `/api/graphql`).
+    Graphql,
     Other,
 }
 
@@ -398,6 +403,36 @@ impl FakeGithub {
         state.rate.remaining
     }
 
+    /// Arm a GraphQL fault for the next `times` queries (`None`: until cleared).
+    pub fn graphql_fault(&self, fault: GraphqlFault, times: Option<u32>) {
+        if times == Some(0) {
+            return;
+        }
+        self.state().graphql_faults.push(graphql::GraphqlFaultRule {
+            fault,
+            remaining: times,
+        });
+    }
+
+    /// The GraphQL points budget (separate from REST's).
+    pub fn set_graphql_rate_limit(&self, limit: u32, remaining: u32, reset_in: Duration) {
+        let mut state = self.state();
+        state.graphql_rate.limit = limit;
+        state.graphql_rate.remaining = remaining.min(limit);
+        state.graphql_rate.reset_at = Utc::now().timestamp() + reset_in.as_secs_f64().ceil() as i64;
+    }
+
+    pub fn graphql_points_remaining(&self) -> u32 {
+        let mut state = self.state();
+        state.graphql_rate.refresh(Utc::now().timestamp());
+        state.graphql_rate.remaining
+    }
+
+    /// The node id the listing gives a repository (GraphQL resolves it).
+    pub fn node_id(&self, full_name: &str) -> String {
+        format!("R_fake{}", self.state().repo_mut(full_name).id)
+    }
+
     pub fn fault(&self, endpoint: Endpoint, fault: Fault, times: Option<u32>) {
         self.arm(Target::Endpoint(endpoint), fault, times);
     }
@@ -418,7 +453,9 @@ impl FakeGithub {
     }
 
     pub fn clear_faults(&self) {
-        self.state().faults.clear();
+        let mut state = self.state();
+        state.faults.clear();
+        state.graphql_faults.clear();
     }
 
     pub fn requests(&self) -> Vec<LoggedRequest> {

@@ -39,6 +39,8 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route("/repos/{owner}/{repo}/commits", get(commits))
         .route("/repos/{owner}/{repo}/git/trees/{sha}", get(tree))
         .route("/repos/{owner}/{repo}/git/blobs/{sha}", get(blob))
+        .route("/graphql", post(super::graphql::serve))
+        .route("/api/graphql", post(super::graphql::serve))
         .fallback(|| async { not_found() })
         .layer(middleware::from_fn_with_state(shared.clone(), gate))
         .with_state(shared)
@@ -59,13 +61,14 @@ pub(crate) fn classify(method: &Method, path: &str) -> Endpoint {
         ["repos", _, _, "commits"] if get => Endpoint::Commits,
         ["repos", _, _, "git", "trees", _] if get => Endpoint::Tree,
         ["repos", _, _, "git", "blobs", _] if get => Endpoint::Blob,
+        ["graphql"] | ["api", "graphql"] if *method == Method::POST => Endpoint::Graphql,
         _ => Endpoint::Other,
     }
 }
 
 /// Every request: artificial latency, armed faults, the rate-limit budget (a 304 spends
-/// nothing), rate-limit headers on the answer, gzip when the request accepts it, then the log
-/// entry.
+/// nothing; GraphQL has its own), rate-limit headers on the answer, gzip when the request accepts
+/// it, then the log entry.
 async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
     let method = request.method().clone();
     let gzip = accepts_gzip(request.headers());
@@ -113,7 +116,8 @@ async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -
             return StatusCode::GATEWAY_TIMEOUT.into_response();
         }
         Some(fault) => faults::respond(&fault, limit, now, installation),
-        None if exhausted => {
+        // GraphQL spends its own points budget (see `graphql`).
+        None if exhausted && endpoint != Endpoint::Graphql => {
             let reset_at = shared.lock().rate.reset_at;
             faults::primary_rate_limit(limit, reset_at, installation)
         }
@@ -123,21 +127,14 @@ async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -
     let (mut parts, body) = response.into_parts();
     let body = to_bytes(body, usize::MAX).await.unwrap_or_default();
     let mut state = shared.lock();
-    // A rate-limited answer already carries its (exhausted) headers and spends nothing.
-    if !parts.headers.contains_key("x-ratelimit-remaining") {
+    // A rate-limited answer already carries its (exhausted) headers and spends nothing; GraphQL
+    // answers carry their own budget's headers.
+    if !parts.headers.contains_key("x-ratelimit-remaining") && endpoint != Endpoint::Graphql {
         if parts.status != StatusCode::NOT_MODIFIED {
             state.rate.remaining = state.rate.remaining.saturating_sub(1);
         }
         let rate = &state.rate;
-        let headers = &mut parts.headers;
-        headers.insert("x-ratelimit-limit", HeaderValue::from(rate.limit));
-        headers.insert("x-ratelimit-remaining", HeaderValue::from(rate.remaining));
-        headers.insert(
-            "x-ratelimit-used",
-            HeaderValue::from(rate.limit.saturating_sub(rate.remaining)),
-        );
-        headers.insert("x-ratelimit-reset", HeaderValue::from(rate.reset_at));
-        headers.insert("x-ratelimit-resource", HeaderValue::from_static("core"));
+        rate_headers(&mut parts.headers, rate, "core");
     }
     drop(state);
     let bytes = body.len() as u64;
@@ -187,6 +184,22 @@ fn gzip_body(headers: &mut HeaderMap, body: &[u8]) -> bytes::Bytes {
     headers.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
     headers.remove(header::CONTENT_LENGTH);
     compressed.into()
+}
+
+/// GitHub's `x-ratelimit-*` headers for a budget (`resource`: `core`, `graphql`).
+pub(crate) fn rate_headers(
+    headers: &mut HeaderMap,
+    rate: &model::RateBudget,
+    resource: &'static str,
+) {
+    headers.insert("x-ratelimit-limit", HeaderValue::from(rate.limit));
+    headers.insert("x-ratelimit-remaining", HeaderValue::from(rate.remaining));
+    headers.insert(
+        "x-ratelimit-used",
+        HeaderValue::from(rate.limit.saturating_sub(rate.remaining)),
+    );
+    headers.insert("x-ratelimit-reset", HeaderValue::from(rate.reset_at));
+    headers.insert("x-ratelimit-resource", HeaderValue::from_static(resource));
 }
 
 /// Counts a request as in flight until it is answered (or its future is dropped).

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 
 use super::faults::FaultRule;
 use super::git::{self, Commit, FileEntry, ObjectStore, Oid, Signature};
+use super::graphql::GraphqlFaultRule;
 use super::{Change, Endpoint, LoggedRequest};
 
 pub(crate) struct Installation {
@@ -149,7 +150,10 @@ pub(crate) struct State {
     pub latency: Duration,
     pub token_ttl: Duration,
     pub rate: RateBudget,
+    /// GraphQL's points budget: its own, like GitHub's.
+    pub graphql_rate: RateBudget,
     pub faults: Vec<FaultRule>,
+    pub graphql_faults: Vec<GraphqlFaultRule>,
     pub log: Vec<LoggedRequest>,
     /// Requests being answered now, and the most seen at once since the last log reset, per
     /// endpoint: tests prove that two syncs of a repository never overlapped.
@@ -175,7 +179,13 @@ impl State {
                 remaining: 5000,
                 reset_at: now + 3600,
             },
+            graphql_rate: RateBudget {
+                limit: 5000,
+                remaining: 5000,
+                reset_at: now + 3600,
+            },
             faults: Vec::new(),
+            graphql_faults: Vec::new(),
             log: Vec::new(),
             in_flight: HashMap::new(),
             max_in_flight: HashMap::new(),

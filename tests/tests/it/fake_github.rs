@@ -77,7 +77,7 @@ fn header(response: &Response, name: &str) -> Option<String> {
         .map(|v| v.to_str().unwrap().to_owned())
 }
 
-async fn setup() -> (FakeGithub, u64, String) {
+pub(crate) async fn setup() -> (FakeGithub, u64, String) {
     let github = FakeGithub::start().await;
     let installation = github.add_installation("acme");
     let token = token(&github, installation).await;

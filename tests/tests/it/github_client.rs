@@ -26,6 +26,7 @@ impl Setup {
     fn config(&self) -> GithubAppConfig {
         GithubAppConfig {
             api_url: url::Url::parse(&self.fake.url()).unwrap(),
+            graphql_url: None,
             app_id: self.fake.app_id(),
             private_key_pem: Secret::new(self.fake.private_key_pem()),
             installation_id: self.installation,

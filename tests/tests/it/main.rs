@@ -4,6 +4,7 @@ mod cli;
 mod deploy;
 mod engine;
 mod fake_github;
+mod fake_graphql;
 mod functions;
 mod github_client;
 mod ingest;

@@ -228,6 +228,7 @@ async fn every_run_stopping_error_leaves_content_intact() {
     let info = w.info("acme/a").await;
     let other = shared::config::GithubAppConfig {
         api_url: w.gh.url().parse().unwrap(),
+        graphql_url: None,
         app_id: w.gh.app_id() + 1,
         private_key_pem: shared::config::Secret::new(w.gh.private_key_pem()),
         installation_id: w.installation,

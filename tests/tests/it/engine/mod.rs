@@ -135,6 +135,7 @@ pub struct RepoRow {
 pub fn client_for(gh: &FakeGithub, installation: u64, wait_budget_secs: u64) -> GithubClient {
     let config = GithubAppConfig {
         api_url: gh.url().parse().unwrap(),
+        graphql_url: None,
         app_id: gh.app_id(),
         private_key_pem: Secret::new(gh.private_key_pem()),
         installation_id: installation,

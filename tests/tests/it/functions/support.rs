@@ -29,6 +29,7 @@ pub fn tenant(
         database_url: w.db.url(),
         github: Some(GithubAppConfig {
             api_url: w.gh.url().parse().unwrap(),
+            graphql_url: None,
             app_id: w.gh.app_id(),
             private_key_pem: Secret::new(w.gh.private_key_pem()),
             installation_id: installation,

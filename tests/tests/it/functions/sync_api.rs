@@ -232,6 +232,32 @@ async fn runs_are_listed_newest_first_and_read_by_id() {
     assert!(run["startedAt"].is_string() && run["finishedAt"].is_string());
     assert_eq!(run["counts"]["docsAdded"], 2);
     assert_eq!(run["counts"]["reposSynced"], 1);
+    assert_eq!(
+        run["counts"]["githubGraphqlRequests"], 0,
+        "one repository: REST only"
+    );
+    assert_eq!(
+        run["counts"]["githubRestRequests"],
+        run["counts"]["githubRequests"]
+    );
+
+    // Issue 10, Build 5: the full run reports requests by kind and rate-limit units. The
+    // repository is unchanged: the listing (REST) and one batched head check (GraphQL).
+    let r = call(
+        &st,
+        "GET",
+        &format!("/api/sync/runs/{second}"),
+        Some(TOKEN),
+        None,
+    )
+    .await;
+    let counts = &r.data()["counts"];
+    assert_eq!(counts["reposUnchanged"], 1);
+    assert_eq!(counts["githubRequests"], 2);
+    assert_eq!(counts["githubRestRequests"], 1);
+    assert_eq!(counts["githubGraphqlRequests"], 1);
+    assert_eq!(counts["githubRestUnits"], 1);
+    assert_eq!(counts["githubGraphqlPoints"], 1);
 
     for missing in ["999999", "abc", "-1"] {
         let r = call(

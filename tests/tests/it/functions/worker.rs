@@ -12,7 +12,7 @@ use shared::jobs::worker::{Verdict, Worker};
 use shared::jobs::{Job, RepoRef, Tenants, pause};
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::RunOptions;
-use syncplane_tests::fake_github::{Endpoint, Fault};
+use syncplane_tests::fake_github::{Change, Endpoint, Fault, GraphqlFault};
 
 use super::sqs::Queue;
 use crate::engine::World;
@@ -28,6 +28,7 @@ fn tenants_of(w: &World, sync: SyncConfig) -> Arc<Tenants> {
         database_url: w.db.url(),
         github: Some(GithubAppConfig {
             api_url: w.gh.url().parse().unwrap(),
+            graphql_url: None,
             app_id: w.gh.app_id(),
             private_key_pem: Secret::new(w.gh.private_key_pem()),
             installation_id: w.installation,
@@ -405,4 +406,92 @@ async fn the_sample_sqs_batch_runs_through_the_worker() {
     let wire = serde_json::to_value(&response).unwrap();
     assert_eq!(wire, serde_json::json!({"batchItemFailures": []}));
     assert_eq!(w.doc_paths("acme/docs").await, vec!["docs/a.md"]);
+}
+
+/// Every job in the queue, by kind and repository (deleted as read).
+async fn queued(q: &Queue) -> (Vec<String>, Vec<String>) {
+    let (mut kinds, mut repos) = (Vec::new(), Vec::new());
+    for job in q.drain_jobs().await {
+        kinds.push(job.kind().to_owned());
+        if let Job::SyncRepo { repository, .. } = &job {
+            repos.push(format!("{}/{}", repository.owner, repository.name));
+        }
+    }
+    kinds.sort();
+    (kinds, repos)
+}
+
+#[tokio::test]
+async fn only_changed_repositories_get_a_sync_repo_message() {
+    let w = World::new().await;
+    for name in ["acme/a", "acme/b", "acme/c"] {
+        w.repo(name, &[("docs/a.md", "# A\n")]);
+    }
+    let tenants = tenants_of(&w, SyncConfig::default());
+    let full = Job::SyncFull {
+        tenant: tenant("default"),
+        trigger: Trigger::Schedule,
+    };
+    let inline = Worker::new(tenants.clone(), JobsAdapter::Inline(tenants.clone()));
+    assert_eq!(inline.run_job(&full).await, Verdict::Done);
+
+    let q = Queue::new(30).await;
+    let worker = Worker::new(tenants, JobsAdapter::Sqs(q.adapter.clone()));
+    w.gh.reset_log();
+    assert_eq!(worker.run_job(&full).await, Verdict::Done);
+    let (kinds, _) = queued(&q).await;
+    assert_eq!(
+        kinds,
+        ["sync.drain"],
+        "nothing changed: no sync.repo message"
+    );
+    assert_eq!(w.gh.count(Endpoint::Branch), 0);
+    assert_eq!(w.gh.count(Endpoint::Graphql), 1);
+
+    w.gh.push(
+        "acme/b",
+        &[Change::Put("docs/b.md".into(), b"# B\n".to_vec())],
+    );
+    assert_eq!(worker.run_job(&full).await, Verdict::Done);
+    let (kinds, repos) = queued(&q).await;
+    assert_eq!(kinds, ["sync.drain", "sync.repo"]);
+    assert_eq!(repos, ["acme/b"]);
+    let unchanged: i32 = sqlx::query_scalar(
+        "SELECT repos_unchanged FROM sync_runs WHERE scope IS NULL ORDER BY id DESC LIMIT 1",
+    )
+    .fetch_one(&w.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(unchanged, 2);
+}
+
+#[tokio::test]
+async fn a_graphql_rate_limit_in_a_fan_out_records_the_installation_pause() {
+    let w = World::new().await;
+    w.repo("acme/a", &[("docs/a.md", "# A\n")]);
+    let tenants = tenants_of(&w, SyncConfig::default());
+    let full = Job::SyncFull {
+        tenant: tenant("default"),
+        trigger: Trigger::Schedule,
+    };
+    let inline = Worker::new(tenants.clone(), JobsAdapter::Inline(tenants.clone()));
+    assert_eq!(inline.run_job(&full).await, Verdict::Done);
+
+    w.gh.graphql_fault(
+        GraphqlFault::RateLimited {
+            kind: "RATE_LIMITED",
+            reset_in: Duration::from_secs(600),
+        },
+        None,
+    );
+    let q = Queue::new(30).await;
+    let worker = Worker::new(tenants, JobsAdapter::Sqs(q.adapter.clone()));
+    worker.run_job(&full).await;
+    let paused = pause::active(&w.db.pool, w.installation as i64, Utc::now())
+        .await
+        .unwrap()
+        .expect("the installation is paused");
+    assert!(paused > Utc::now() + chrono::Duration::seconds(500));
+    let (kinds, _) = queued(&q).await;
+    assert!(!kinds.iter().any(|k| k == "sync.repo"), "{kinds:?}");
 }

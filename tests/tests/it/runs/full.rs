@@ -44,14 +44,16 @@ async fn a_full_run_lists_narrows_syncs_each_and_records_the_run() {
         [("manual".to_owned(), None, "success".to_owned(), None)]
     );
 
-    // A no-op run: listing + one head check per repository, and no content writes.
+    // A no-op run: listing + one batched GraphQL head check (issue 10; was one REST head
+    // check per repository), and no content writes.
     w.gh.reset_log();
     let report = sync_all(&w.ws(), Trigger::Schedule).await.unwrap();
     assert_eq!(report.counts.repos_unchanged, 2);
     assert_eq!(w.gh.count(Endpoint::InstallationRepos), 1);
-    assert_eq!(w.gh.count(Endpoint::Branch), 2);
-    assert_eq!(w.gh.total_requests(), 3, "{:?}", w.gh.requests());
-    assert_eq!(report.counts.github_requests, 3);
+    assert_eq!(w.gh.count(Endpoint::Graphql), 1);
+    assert_eq!(w.gh.count(Endpoint::Branch), 0);
+    assert_eq!(w.gh.total_requests(), 2, "{:?}", w.gh.requests());
+    assert_eq!(report.counts.github_requests, 2);
 }
 
 #[tokio::test]

@@ -4,6 +4,7 @@
 
 mod coalescing;
 mod full;
+mod head_checks;
 mod jobs;
 mod reaper;
 
