@@ -4,6 +4,7 @@
 pub mod apigw;
 pub mod db;
 pub mod fake_github;
+pub mod openapi;
 
 use std::sync::Once;
 

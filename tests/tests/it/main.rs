@@ -8,4 +8,5 @@ mod functions;
 mod github_client;
 mod ingest;
 mod migrations;
+mod read;
 mod runs;

@@ -7,11 +7,13 @@ mod codeowners;
 mod frontmatter;
 mod markdown;
 mod mdx;
+mod owners;
 mod text;
 
 use serde::Serialize;
 
 pub use codeowners::{CodeOwnersRule, CodeOwnersWarning, parse_codeowners};
+pub use owners::{deciding_rule, owners_of};
 pub use text::BODY_TEXT_CAP_BYTES;
 
 /// A parsed markdown or MDX document.
