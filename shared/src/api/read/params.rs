@@ -33,7 +33,11 @@ impl Params {
 
     /// The one value of `name`; twice is refused.
     pub fn one(&self, name: &str) -> Result<Option<&str>, ApiError> {
-        let mut values = self.all(name);
+        let mut values = self
+            .0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str());
         let first = values.next();
         if values.next().is_some() {
             return Err(ApiError::UnknownParameter);
