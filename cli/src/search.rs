@@ -31,7 +31,11 @@ pub struct SearchArgs {
 }
 
 /// Exit status: 0 with hits, 1 without, 2 when the query or a filter is refused.
-pub async fn run(config: &Config, args: &SearchArgs, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+pub async fn run(
+    config: &Config,
+    args: &SearchArgs,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
     let tenant = match &args.tenant {
         Some(id) => config
             .tenant(id)
@@ -58,7 +62,11 @@ pub async fn run(config: &Config, args: &SearchArgs, out: &mut dyn Write) -> any
         }
     }
     let any = data["hits"].as_array().is_some_and(|h| !h.is_empty());
-    Ok(if any { ExitCode::SUCCESS } else { ExitCode::from(1) })
+    Ok(if any {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }
 
 fn request(args: &SearchArgs) -> Result<SearchRequest, shared::api::ApiError> {
@@ -84,6 +92,10 @@ fn line(hit: &Value) -> String {
         anchor,
         hit["title"].as_str().unwrap_or(""),
         hit["rank"].as_f64().unwrap_or(0.0),
-        if hit["kind"] == "readme" { "  [README]" } else { "" },
+        if hit["kind"] == "readme" {
+            "  [README]"
+        } else {
+            ""
+        },
     )
 }

@@ -44,7 +44,9 @@ fn vocabulary(rng: &mut StdRng) -> Vec<String> {
     let mut words = std::collections::BTreeSet::new();
     while words.len() < VOCABULARY {
         let n = rng.random_range(2..=4);
-        let w: String = (0..n).map(|_| SYL[rng.random_range(0..SYL.len())]).collect();
+        let w: String = (0..n)
+            .map(|_| SYL[rng.random_range(0..SYL.len())])
+            .collect();
         words.insert(w);
     }
     let mut words: Vec<String> = words.into_iter().collect();
@@ -115,10 +117,12 @@ struct Doc {
 }
 
 fn document(c: &Corpus, rng: &mut StdRng, i: usize) -> Doc {
-    let title = c.phrase(rng, rng.random_range(2..6));
+    let words = rng.random_range(2..6);
+    let title = c.phrase(rng, words);
     let headings: Vec<Value> = (0..rng.random_range(2..8))
         .map(|h| {
-            let text = c.phrase(rng, rng.random_range(2..5));
+            let words = rng.random_range(2..5);
+            let text = c.phrase(rng, words);
             json!({"level": 2, "text": text, "anchor": format!("{}-{h}", text.replace(' ', "-"))})
         })
         .collect();
@@ -138,7 +142,9 @@ fn blob_sha(rng: &mut StdRng) -> String {
 
 async fn insert_repos(pool: &PgPool, from: usize, to: usize, prefix: &str) -> Vec<i64> {
     let ids: Vec<i64> = (from..to).map(|i| 1_000_000 + i as i64).collect();
-    let owners: Vec<String> = (from..to).map(|i| format!("{prefix}{:02}", i % 50)).collect();
+    let owners: Vec<String> = (from..to)
+        .map(|i| format!("{prefix}{:02}", i % 50))
+        .collect();
     let names: Vec<String> = (from..to).map(|i| format!("repo-{i:05}")).collect();
     sqlx::query_scalar(
         "INSERT INTO repos (github_id, owner, name, html_url, head_commit_sha, sync_status,
@@ -287,7 +293,11 @@ async fn main() {
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(500);
-    let profile = if cfg!(debug_assertions) { "debug" } else { "optimised" };
+    let profile = if cfg!(debug_assertions) {
+        "debug"
+    } else {
+        "optimised"
+    };
     println!("bench-read ({profile} build), {queries} queries");
     let mut rng = StdRng::seed_from_u64(11);
     let corpus = Corpus {
@@ -304,7 +314,9 @@ async fn main() {
     let mut worst: (Duration, String) = (Duration::ZERO, String::new());
     for i in 0..queries + 50 {
         let n = rng.random_range(1..=3);
-        let q: Vec<&str> = (0..n).map(|_| &corpus.words[corpus.zipf.sample(&mut rng)][..]).collect();
+        let q: Vec<&str> = (0..n)
+            .map(|_| &corpus.words[corpus.zipf.sample(&mut rng)][..])
+            .collect();
         let q = q.join(" ");
         let (took, body) = timed_get(&st, &format!("/api/search?q={}", q.replace(' ', "+"))).await;
         if i >= 50 {
@@ -327,7 +339,10 @@ async fn main() {
     );
     let common = &corpus.words[0];
     let (took, _) = timed_get(&st, &format!("/api/search?q={common}")).await;
-    println!("search for the most frequent word {common:?}: {:.2} ms", ms(took));
+    println!(
+        "search for the most frequent word {common:?}: {:.2} ms",
+        ms(took)
+    );
 
     let mut fetch_times = Vec::new();
     for round in 0..5 {
@@ -374,7 +389,10 @@ async fn explain(pool: &PgPool, word: &str) {
 
 async fn listing(pool: &PgPool, st: &AppState) {
     insert_repos(pool, REPOS, LISTING_REPOS, "team").await;
-    sqlx::query("ANALYZE repos").execute(pool).await.expect("analyze");
+    sqlx::query("ANALYZE repos")
+        .execute(pool)
+        .await
+        .expect("analyze");
     // Walk every page once to collect the cursors, then time the first, middle and last page.
     let mut urls = vec!["/api/repos?limit=100".to_owned()];
     loop {

@@ -46,7 +46,11 @@ pub fn encode<T: Serialize>(kind: &str, fingerprint: &str, key: &T) -> String {
     URL_SAFE_NO_PAD.encode(json)
 }
 
-pub fn decode<T: DeserializeOwned>(kind: &str, fingerprint: &str, raw: &str) -> Result<T, ApiError> {
+pub fn decode<T: DeserializeOwned>(
+    kind: &str,
+    fingerprint: &str,
+    raw: &str,
+) -> Result<T, ApiError> {
     if raw.is_empty() || raw.len() > MAX_CURSOR_CHARS {
         return Err(ApiError::InvalidCursor);
     }
@@ -74,14 +78,23 @@ mod tests {
     #[test]
     fn cursors_round_trip_and_refuse_other_listings_and_forgeries() {
         let f = fingerprint(&["acme/handbook"]);
-        let c = encode("documents", &f, &Key { path: "a.md".into() });
+        let c = encode(
+            "documents",
+            &f,
+            &Key {
+                path: "a.md".into(),
+            },
+        );
         assert_eq!(
             decode::<Key>("documents", &f, &c).unwrap(),
-            Key { path: "a.md".into() }
+            Key {
+                path: "a.md".into()
+            }
         );
         assert!(decode::<Key>("search", &f, &c).is_err(), "another listing");
         assert!(decode::<Key>("documents", &fingerprint(&["x/y"]), &c).is_err());
-        let forged = URL_SAFE_NO_PAD.encode(br#"{"k":"documents","f":"","v":{"path":"'; drop"}, "x":1}"#);
+        let forged =
+            URL_SAFE_NO_PAD.encode(br#"{"k":"documents","f":"","v":{"path":"'; drop"}, "x":1}"#);
         assert!(decode::<Key>("documents", &f, &forged).is_err());
         for bad in ["", "!!!", "e30", &"A".repeat(5000)] {
             assert!(decode::<Key>("documents", &f, bad).is_err(), "{bad}");

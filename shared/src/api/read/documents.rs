@@ -8,10 +8,10 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 
 use super::super::error::{ApiError, db_failure};
+use super::cursor;
 use super::owners::{owners_json, rules_of};
 use super::params::{Params, like_prefix};
 use super::repos::{Repo, next_cursor};
-use super::cursor;
 
 pub const DEFAULT_LIMIT: i64 = 100;
 pub const MAX_LIMIT: i64 = 500;
@@ -52,7 +52,13 @@ pub async fn list(pool: &PgPool, repo: &Repo, params: &Params) -> Result<Value, 
     .await
     .map_err(db_failure("list documents"))?;
     let next = next_cursor(&mut rows, limit, |last| {
-        cursor::encode("documents", &fp, &ListKey { path: last.path.clone() })
+        cursor::encode(
+            "documents",
+            &fp,
+            &ListKey {
+                path: last.path.clone(),
+            },
+        )
     });
     Ok(json!({
         "repository": repo.full_name(),

@@ -129,8 +129,11 @@ mod tests {
 
     #[test]
     fn read_params_refuse_unknown_and_repeated_names_and_bound_the_limit() {
-        let p = Params::parse(Some("q=a+b&limit=5&repo=x/y&repo=z/w"), &["q", "limit", "repo"])
-            .unwrap();
+        let p = Params::parse(
+            Some("q=a+b&limit=5&repo=x/y&repo=z/w"),
+            &["q", "limit", "repo"],
+        )
+        .unwrap();
         assert_eq!(p.one("q").unwrap(), Some("a b"));
         assert_eq!(p.limit(20, 50).unwrap(), 5);
         assert_eq!(p.all("repo").collect::<Vec<_>>(), ["x/y", "z/w"]);
@@ -139,7 +142,10 @@ mod tests {
         assert!(Params::parse(Some("tenant=a"), &["q"]).is_ok());
         for bad in ["0", "51", "-1", "2.5", "x", ""] {
             let p = Params::parse(Some(&format!("limit={bad}")), &["limit"]).unwrap();
-            assert!(matches!(p.limit(20, 50), Err(ApiError::InvalidLimit)), "{bad}");
+            assert!(
+                matches!(p.limit(20, 50), Err(ApiError::InvalidLimit)),
+                "{bad}"
+            );
         }
         assert_eq!(Params::parse(None, &[]).unwrap().limit(20, 50).unwrap(), 20);
     }
@@ -148,7 +154,16 @@ mod tests {
     fn read_paths_refuse_dot_segments_nul_and_bad_percent_encoding() {
         assert_eq!(repo_path("docs/a.md", false).unwrap(), "docs/a.md");
         assert_eq!(repo_path("docs/", true).unwrap(), "docs/");
-        for bad in ["", "/etc/passwd", "docs/../x", "./a", "a//b", "a\0b", "docs/", "a/.."] {
+        for bad in [
+            "",
+            "/etc/passwd",
+            "docs/../x",
+            "./a",
+            "a//b",
+            "a\0b",
+            "docs/",
+            "a/..",
+        ] {
             assert!(repo_path(bad, false).is_err(), "{bad:?}");
         }
         assert!(repo_path(&"a".repeat(MAX_PATH_BYTES + 1), false).is_err());

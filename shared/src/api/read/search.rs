@@ -333,13 +333,19 @@ mod tests {
             snippet_html(&h),
             "&lt;script&gt;alert(1)&lt;/script&gt; <mark>install</mark> &amp; &quot;go&quot; <mark>open</mark>"
         );
-        assert_eq!(snippet_html(&format!("{STOP}x{START}{START}y")), "x<mark>y</mark>");
+        assert_eq!(
+            snippet_html(&format!("{STOP}x{START}{START}y")),
+            "x<mark>y</mark>"
+        );
     }
 
     #[test]
     fn queries_are_bounded_and_not_empty() {
         assert!(matches!(validate_query("  "), Err(ApiError::EmptyQuery)));
-        assert!(matches!(validate_query("a\0b"), Err(ApiError::InvalidQuery)));
+        assert!(matches!(
+            validate_query("a\0b"),
+            Err(ApiError::InvalidQuery)
+        ));
         assert!(matches!(
             validate_query(&"w ".repeat(5000)),
             Err(ApiError::InvalidQuery)

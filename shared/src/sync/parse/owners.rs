@@ -3,7 +3,8 @@
 //!
 //! Patterns: a leading `/` or a slash inside anchors a pattern at the repository root, otherwise it
 //! matches at any depth; a trailing `/` matches directories only; a pattern that matches a
-//! directory owns everything below it; `*` and `?` stay within one path segment, `**` spans any
+//! directory owns everything below it, except that a wildcard in the last segment matches files of
+//! that one folder (GitHub's documented `docs/*`); `*` and `?` stay within one path segment, `**` spans any
 //! number of segments. Matching is linear in the pattern and path lengths per segment pair, so a
 //! hostile CODEOWNERS file cannot make it exponential.
 
@@ -41,13 +42,18 @@ fn pattern_matches(pattern: &str, segments: &[&str]) -> bool {
     }
     parts.extend(trimmed.split('/').filter(|s| !s.is_empty()));
     // A folder (a proper prefix of the path) owns what is inside; the file itself only when the
-    // pattern is not folder-only.
+    // pattern is not folder-only. A wildcard in the last segment names files in that folder only
+    // (GitHub: `docs/*` owns docs/a.md, not docs/build-app/b.md).
+    let leaf_wildcard = parts
+        .last()
+        .is_some_and(|p| *p != "**" && p.contains(['*', '?']));
+    let first = if leaf_wildcard { segments.len() } else { 1 };
     let last = if dir_only {
         segments.len() - 1
     } else {
         segments.len()
     };
-    (1..=last).any(|n| segments_match(&parts, &segments[..n]))
+    (first..=last).any(|n| segments_match(&parts, &segments[..n]))
 }
 
 /// `parts` (with `**`) against whole path segments: dynamic programming over both lists.

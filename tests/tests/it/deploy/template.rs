@@ -162,7 +162,11 @@ fn every_route_of_the_design_reaches_its_function() {
         ("GET", "/api/search", "sync-api"),
         ("GET", "/api/repos/{owner}/{name}", "sync-api"),
         ("GET", "/api/repos/{owner}/{name}/documents", "sync-api"),
-        ("GET", "/api/repos/{owner}/{name}/documents/{path+}", "sync-api"),
+        (
+            "GET",
+            "/api/repos/{owner}/{name}/documents/{path+}",
+            "sync-api",
+        ),
         ("GET", "/api/repos/{owner}/{name}/readme", "sync-api"),
         ("GET", "/api/repos/{owner}/{name}/owners", "sync-api"),
         ("GET", "/api/openapi.json", "sync-api"),

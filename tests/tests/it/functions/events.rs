@@ -24,7 +24,10 @@ where
     F: FnOnce(lambda_http::Request) -> Fut,
     Fut: std::future::Future<Output = lambda_http::Response<lambda_http::Body>>,
 {
-    let method = event["requestContext"]["http"]["method"].as_str().unwrap().to_owned();
+    let method = event["requestContext"]["http"]["method"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let path = event["rawPath"].as_str().unwrap().to_owned();
     checked_reply(&method, &path, handle(from_event(event)).await)
 }

@@ -9,7 +9,7 @@ use lambda_http::Request;
 use serde_json::{Value, json};
 use shared::ingest::provision::{self, NewOrg};
 use shared::ingest::{IngestState, handle};
-pub use syncplane_tests::apigw::{Reply, checked_reply, reply};
+pub use syncplane_tests::apigw::{Reply, checked_reply};
 use syncplane_tests::db::TestDb;
 
 pub const TARGET: &str = "laptop-1";

@@ -19,7 +19,10 @@ const ROUTES: &[&str] = &[
 async fn read_routes_take_the_sync_token_or_the_read_token_and_nothing_else() {
     let (_w, st) = synced(&[(
         "acme/handbook",
-        &[("README.md", "# Handbook\n"), ("docs/intro.md", "# Intro\n")],
+        &[
+            ("README.md", "# Handbook\n"),
+            ("docs/intro.md", "# Intro\n"),
+        ],
     )])
     .await;
     for route in ROUTES {
@@ -29,10 +32,18 @@ async fn read_routes_take_the_sync_token_or_the_read_token_and_nothing_else() {
         }
         for token in [None, Some("wrong"), Some("events-read-toke")] {
             let r = get(&st, route, token).await;
-            assert_eq!((r.status, r.code()), (401, Some("unauthenticated")), "{route}");
+            assert_eq!(
+                (r.status, r.code()),
+                (401, Some("unauthenticated")),
+                "{route}"
+            );
         }
         let r = get(&st, &with_tenant(route, "nope"), Some(READ_TOKEN)).await;
-        assert_eq!((r.status, r.code()), (404, Some("unknown_tenant")), "{route}");
+        assert_eq!(
+            (r.status, r.code()),
+            (404, Some("unknown_tenant")),
+            "{route}"
+        );
         let r = get(&st, &with_tenant(route, "default"), Some(READ_TOKEN)).await;
         assert_eq!(r.status, 200, "{route}: {}", r.body);
     }
@@ -55,7 +66,10 @@ async fn the_read_token_cannot_request_a_sync() {
         let req = apigw(
             "POST",
             "/api/sync",
-            &[("authorization", &auth), ("content-type", "application/json")],
+            &[
+                ("authorization", &auth),
+                ("content-type", "application/json"),
+            ],
             Some(body),
         );
         let r = checked_reply("POST", "/api/sync", shared::api::handle(&st, req).await);

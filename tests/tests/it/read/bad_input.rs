@@ -28,19 +28,59 @@ async fn bad_parameters_are_400_or_404_with_a_stable_code_never_500() {
         ("/api/search?q=emu&limit=51".into(), 400, "invalid_limit"),
         ("/api/search?q=emu&limit=ten".into(), 400, "invalid_limit"),
         ("/api/repos?limit=-1".into(), 400, "invalid_limit"),
-        ("/api/repos/acme/handbook/documents?limit=100000".into(), 400, "invalid_limit"),
+        (
+            "/api/repos/acme/handbook/documents?limit=100000".into(),
+            400,
+            "invalid_limit",
+        ),
         // cursor
         ("/api/search?q=emu&cursor=%%%".into(), 400, "invalid_cursor"),
-        (format!("/api/search?q=emu&cursor={forged}"), 400, "invalid_cursor"),
-        ("/api/repos?cursor=bm90IGpzb24".into(), 400, "invalid_cursor"),
+        (
+            format!("/api/search?q=emu&cursor={forged}"),
+            400,
+            "invalid_cursor",
+        ),
+        (
+            "/api/repos?cursor=bm90IGpzb24".into(),
+            400,
+            "invalid_cursor",
+        ),
         // path
-        ("/api/repos/acme/handbook/documents/docs/../etc/passwd".into(), 400, "invalid_path"),
-        ("/api/repos/acme/handbook/documents/docs/%2e%2e/a.md".into(), 400, "invalid_path"),
-        ("/api/repos/acme/handbook/documents/docs/a%00.md".into(), 400, "invalid_path"),
-        ("/api/repos/acme/handbook/documents/docs/%zz.md".into(), 400, "invalid_path"),
-        ("/api/repos/acme/handbook/documents/docs/%ff.md".into(), 400, "invalid_path"),
-        ("/api/repos/acme/handbook/owners?path=../x".into(), 400, "invalid_path"),
-        ("/api/repos/acme/handbook/owners?path=a%00b".into(), 400, "invalid_path"),
+        (
+            "/api/repos/acme/handbook/documents/docs/../etc/passwd".into(),
+            400,
+            "invalid_path",
+        ),
+        (
+            "/api/repos/acme/handbook/documents/docs/%2e%2e/a.md".into(),
+            400,
+            "invalid_path",
+        ),
+        (
+            "/api/repos/acme/handbook/documents/docs/a%00.md".into(),
+            400,
+            "invalid_path",
+        ),
+        (
+            "/api/repos/acme/handbook/documents/docs/%zz.md".into(),
+            400,
+            "invalid_path",
+        ),
+        (
+            "/api/repos/acme/handbook/documents/docs/%ff.md".into(),
+            400,
+            "invalid_path",
+        ),
+        (
+            "/api/repos/acme/handbook/owners?path=../x".into(),
+            400,
+            "invalid_path",
+        ),
+        (
+            "/api/repos/acme/handbook/owners?path=a%00b".into(),
+            400,
+            "invalid_path",
+        ),
         ("/api/search?q=emu&path=/docs".into(), 400, "invalid_path"),
         ("/api/search?q=emu&path=docs/..".into(), 400, "invalid_path"),
         // the query
@@ -50,26 +90,63 @@ async fn bad_parameters_are_400_or_404_with_a_stable_code_never_500() {
         ("/api/search?q=+++".into(), 400, "empty_query"),
         ("/api/search?q=the+of".into(), 400, "empty_query"),
         ("/api/search?q=emu&q=emu".into(), 400, "unknown_parameter"),
-        ("/api/search?q=emu&sort=rank".into(), 400, "unknown_parameter"),
+        (
+            "/api/search?q=emu&sort=rank".into(),
+            400,
+            "unknown_parameter",
+        ),
         // repositories
-        ("/api/search?q=emu&repo=acme".into(), 400, "invalid_repository"),
-        ("/api/search?q=emu&repo=acme/nope".into(), 404, "unknown_repository"),
-        ("/api/repos/acme/nope/documents".into(), 404, "unknown_repository"),
-        ("/api/repos/acme/nope/readme".into(), 404, "unknown_repository"),
-        ("/api/repos/acme/nope/owners?path=a".into(), 404, "unknown_repository"),
+        (
+            "/api/search?q=emu&repo=acme".into(),
+            400,
+            "invalid_repository",
+        ),
+        (
+            "/api/search?q=emu&repo=acme/nope".into(),
+            404,
+            "unknown_repository",
+        ),
+        (
+            "/api/repos/acme/nope/documents".into(),
+            404,
+            "unknown_repository",
+        ),
+        (
+            "/api/repos/acme/nope/readme".into(),
+            404,
+            "unknown_repository",
+        ),
+        (
+            "/api/repos/acme/nope/owners?path=a".into(),
+            404,
+            "unknown_repository",
+        ),
         ("/api/repos/acme/handbook/unknown".into(), 404, "not_found"),
         ("/api/repos/acme%2Fx/handbook".into(), 404, "not_found"),
         // a folder is not a document
-        ("/api/repos/acme/handbook/documents/docs/guide".into(), 404, "path_is_folder"),
+        (
+            "/api/repos/acme/handbook/documents/docs/guide".into(),
+            404,
+            "path_is_folder",
+        ),
     ];
     let mut cases = cases;
     if let Some(c) = other_query_cursor {
-        cases.push((format!("/api/search?q=emu&cursor={c}"), 400, "invalid_cursor"));
+        cases.push((
+            format!("/api/search?q=emu&cursor={c}"),
+            400,
+            "invalid_cursor",
+        ));
     }
     for (url, status, code) in &cases {
         let r = read(&st, url).await;
         let shown: String = url.chars().take(120).collect();
-        assert_eq!((r.status, r.code()), (*status, Some(*code)), "{shown}: {}", r.body);
+        assert_eq!(
+            (r.status, r.code()),
+            (*status, Some(*code)),
+            "{shown}: {}",
+            r.body
+        );
     }
 }
 
@@ -77,7 +154,15 @@ async fn bad_parameters_are_400_or_404_with_a_stable_code_never_500() {
 #[tokio::test]
 async fn odd_query_syntax_never_fails() {
     let (_w, st) = synced(&[("acme/handbook", &[("docs/a.md", "# A\n\nemu\n")])]).await;
-    for q in ["%22", "-", "emu+or", "or+or+emu", "!%26|():*", "%27;+DROP+TABLE+documents;--", "%E2%80%94"] {
+    for q in [
+        "%22",
+        "-",
+        "emu+or",
+        "or+or+emu",
+        "!%26|():*",
+        "%27;+DROP+TABLE+documents;--",
+        "%E2%80%94",
+    ] {
         let r = read(&st, &format!("/api/search?q={q}")).await;
         assert!(
             r.status == 200 || (r.status, r.code()) == (400, Some("empty_query")),

@@ -55,7 +55,10 @@ async fn documents_list_in_path_order_with_title_outline_and_sha_in_keyset_pages
             None => break,
         }
     }
-    assert_eq!(paths, ["docs/guide.md", "docs/intro.md", "docs/private/notes.md"]);
+    assert_eq!(
+        paths,
+        ["docs/guide.md", "docs/intro.md", "docs/private/notes.md"]
+    );
     let r = read(&st, "/api/repos/acme/handbook/documents").await;
     let guide = &r.data()["documents"][0];
     assert_eq!(guide["title"], "The Guide");
@@ -72,19 +75,35 @@ async fn a_document_has_frontmatter_headings_body_sha_owners_and_a_link_at_the_s
     let d = r.data();
     assert_eq!(d["kind"], "document");
     assert_eq!(d["title"], "The Guide");
-    assert_eq!(d["frontmatter"], json!({"title": "The Guide", "tags": ["a", "b"]}));
-    assert_eq!(d["headings"][0], json!({"level": 1, "text": "Ignored H1", "anchor": "ignored-h1"}));
+    assert_eq!(
+        d["frontmatter"],
+        json!({"title": "The Guide", "tags": ["a", "b"]})
+    );
+    assert_eq!(
+        d["headings"][0],
+        json!({"level": 1, "text": "Ignored H1", "anchor": "ignored-h1"})
+    );
     assert!(d["body"].as_str().unwrap().contains("First words."));
-    assert_eq!(d["blobSha"], syncplane_tests::fake_github::FakeGithub::blob_sha(GUIDE.as_bytes()));
+    assert_eq!(
+        d["blobSha"],
+        syncplane_tests::fake_github::FakeGithub::blob_sha(GUIDE.as_bytes())
+    );
     assert_eq!(d["codeOwners"], json!(["@acme/docs"]));
     let head = w.gh.branch_head("acme/handbook", "main").unwrap();
     assert!(
-        d["githubUrl"].as_str().unwrap().ends_with(&format!("/acme/handbook/blob/{head}/docs/guide.md")),
+        d["githubUrl"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/acme/handbook/blob/{head}/docs/guide.md")),
         "{}",
         d["githubUrl"]
     );
     // The un-owning rule: /docs/private/ has no owners.
-    let r = read(&st, "/api/repos/acme/handbook/documents/docs/private/notes.md").await;
+    let r = read(
+        &st,
+        "/api/repos/acme/handbook/documents/docs/private/notes.md",
+    )
+    .await;
     assert_eq!(r.data()["codeOwners"], json!([]));
 }
 
@@ -114,7 +133,11 @@ async fn missing_documents_and_folders_are_404_with_their_codes() {
     assert_eq!((r.status, r.code()), (404, Some("document_not_found")));
     for folder in ["docs", "docs/private"] {
         let r = read(&st, &format!("/api/repos/acme/handbook/documents/{folder}")).await;
-        assert_eq!((r.status, r.code()), (404, Some("path_is_folder")), "{folder}");
+        assert_eq!(
+            (r.status, r.code()),
+            (404, Some("path_is_folder")),
+            "{folder}"
+        );
     }
     let r = read(&st, "/api/repos/acme/nope").await;
     assert_eq!((r.status, r.code()), (404, Some("unknown_repository")));
@@ -137,7 +160,11 @@ async fn a_renamed_repository_is_found_under_its_new_name_and_the_old_name_is_40
         "/api/search?q=platypus&repo=acme/handbook",
     ] {
         let r = read(&st, old).await;
-        assert_eq!((r.status, r.code()), (404, Some("unknown_repository")), "{old}");
+        assert_eq!(
+            (r.status, r.code()),
+            (404, Some("unknown_repository")),
+            "{old}"
+        );
     }
     let r = read(&st, "/api/search?q=platypus").await;
     assert_eq!(r.data()["hits"][0]["repository"], "acme/manual");
@@ -146,7 +173,13 @@ async fn a_renamed_repository_is_found_under_its_new_name_and_the_old_name_is_40
 #[tokio::test]
 async fn the_repository_listing_pages_by_name_without_gaps_or_repeats() {
     let w = crate::engine::World::new().await;
-    let names = ["acme/delta", "acme/Alpha", "acme/charlie", "acme/bravo", "acme/echo"];
+    let names = [
+        "acme/delta",
+        "acme/Alpha",
+        "acme/charlie",
+        "acme/bravo",
+        "acme/echo",
+    ];
     for n in names {
         w.repo(n, &[("docs/a.md", "# A\n")]);
         w.sync(n).await.unwrap();
@@ -159,7 +192,10 @@ async fn the_repository_listing_pages_by_name_without_gaps_or_repeats() {
         assert_eq!(r.status, 200, "{}", r.body);
         let page = r.data()["repositories"].as_array().unwrap();
         assert!(page.len() <= 2);
-        seen.extend(page.iter().map(|p| p["fullName"].as_str().unwrap().to_owned()));
+        seen.extend(
+            page.iter()
+                .map(|p| p["fullName"].as_str().unwrap().to_owned()),
+        );
         match r.data()["nextCursor"].as_str() {
             Some(c) => url = format!("/api/repos?limit=2&cursor={c}"),
             None => break,
@@ -167,6 +203,12 @@ async fn the_repository_listing_pages_by_name_without_gaps_or_repeats() {
     }
     assert_eq!(
         seen,
-        ["acme/Alpha", "acme/bravo", "acme/charlie", "acme/delta", "acme/echo"]
+        [
+            "acme/Alpha",
+            "acme/bravo",
+            "acme/charlie",
+            "acme/delta",
+            "acme/echo"
+        ]
     );
 }

@@ -41,13 +41,8 @@ pub async fn synced(repos: &[(&str, &[(&str, &str)])]) -> (World, AppState) {
 
 /// The same state with another search language.
 pub fn with_language(w: &World, language: SearchLanguage) -> AppState {
-    let mut tenant = crate::functions::support::tenant(
-        w,
-        "default",
-        &[],
-        w.installation,
-        w.config.clone(),
-    );
+    let mut tenant =
+        crate::functions::support::tenant(w, "default", &[], w.installation, w.config.clone());
     tenant.read.search = language;
     crate::functions::support::state_of(w, vec![tenant])
 }

@@ -119,7 +119,8 @@ fn full_batch() -> Value {
     s["status"] = json!("done");
     s["startedAt"] = json!(T);
     s["endedAt"] = json!(T);
-    s["repository"] = json!({"remoteUrl": "git@github.com:acme/x.git", "branch": "main", "commitSha": "abc"});
+    s["repository"] =
+        json!({"remoteUrl": "git@github.com:acme/x.git", "branch": "main", "commitSha": "abc"});
     s["usage"] = json!({"inputTokens": 1, "outputTokens": 2, "cacheReadTokens": 3, "cacheWriteTokens": 4, "costUsd": 0.5});
     s["events"] = json!([event(0), event(1)]);
     s["tokenEvents"] = json!([{"ts": T, "inputTokens": 1, "outputTokens": 2}]);
@@ -141,39 +142,84 @@ fn refused_shapes() -> Vec<(&'static str, Value)> {
     };
     vec![
         ("schemaVersion 3", edit(&|b| b["schemaVersion"] = json!(3))),
-        ("schemaVersion string", edit(&|b| b["schemaVersion"] = json!("2"))),
+        (
+            "schemaVersion string",
+            edit(&|b| b["schemaVersion"] = json!("2")),
+        ),
         ("batchId empty", edit(&|b| b["batchId"] = json!(""))),
-        ("batchId 129", edit(&|b| b["batchId"] = json!("b".repeat(129)))),
+        (
+            "batchId 129",
+            edit(&|b| b["batchId"] = json!("b".repeat(129))),
+        ),
         ("mode", edit(&|b| b["mode"] = json!("full"))),
-        ("no sessions", edit(&|b| {
-            b["sessions"] = json!([]);
-            b["sessionCount"] = json!(0);
-        })),
-        ("201 sessions", edit(&|b| {
-            let s = b["sessions"][0].clone();
-            let many: Vec<Value> = (0..201)
-                .map(|i| {
-                    let mut s = s.clone();
-                    s["sessionId"] = json!(format!("s{i}"));
-                    s
-                })
-                .collect();
-            b["sessions"] = json!(many);
-            b["sessionCount"] = json!(201);
-        })),
-        ("sessionCount string", edit(&|b| b["sessionCount"] = json!("1"))),
-        ("no batchId", edit(&|b| {
-            b.as_object_mut().unwrap().remove("batchId");
-        })),
-        ("agent 65", edit(&|b| b["sessions"][0]["agent"] = json!("a".repeat(65)))),
-        ("sessionId empty", edit(&|b| b["sessions"][0]["sessionId"] = json!(""))),
-        ("updatedAt not RFC 3339", edit(&|b| b["sessions"][0]["updatedAt"] = json!("yesterday"))),
-        ("chunk total 1001", edit(&|b| b["sessions"][0]["chunk"] = json!({"index": 0, "total": 1001}))),
-        ("negative seq", edit(&|b| b["sessions"][0]["events"][0]["seq"] = json!(-1))),
-        ("event kind empty", edit(&|b| b["sessions"][0]["events"][0]["kind"] = json!(""))),
-        ("negative usage", edit(&|b| b["sessions"][0]["usage"]["inputTokens"] = json!(-5))),
-        ("negative cost", edit(&|b| b["sessions"][0]["usage"]["costUsd"] = json!(-0.1))),
-        ("frustration score 2", edit(&|b| b["sessions"][0]["frustration"]["score"] = json!(2))),
+        (
+            "no sessions",
+            edit(&|b| {
+                b["sessions"] = json!([]);
+                b["sessionCount"] = json!(0);
+            }),
+        ),
+        (
+            "201 sessions",
+            edit(&|b| {
+                let s = b["sessions"][0].clone();
+                let many: Vec<Value> = (0..201)
+                    .map(|i| {
+                        let mut s = s.clone();
+                        s["sessionId"] = json!(format!("s{i}"));
+                        s
+                    })
+                    .collect();
+                b["sessions"] = json!(many);
+                b["sessionCount"] = json!(201);
+            }),
+        ),
+        (
+            "sessionCount string",
+            edit(&|b| b["sessionCount"] = json!("1")),
+        ),
+        (
+            "no batchId",
+            edit(&|b| {
+                b.as_object_mut().unwrap().remove("batchId");
+            }),
+        ),
+        (
+            "agent 65",
+            edit(&|b| b["sessions"][0]["agent"] = json!("a".repeat(65))),
+        ),
+        (
+            "sessionId empty",
+            edit(&|b| b["sessions"][0]["sessionId"] = json!("")),
+        ),
+        (
+            "updatedAt not RFC 3339",
+            edit(&|b| b["sessions"][0]["updatedAt"] = json!("yesterday")),
+        ),
+        (
+            "chunk total 1001",
+            edit(&|b| b["sessions"][0]["chunk"] = json!({"index": 0, "total": 1001})),
+        ),
+        (
+            "negative seq",
+            edit(&|b| b["sessions"][0]["events"][0]["seq"] = json!(-1)),
+        ),
+        (
+            "event kind empty",
+            edit(&|b| b["sessions"][0]["events"][0]["kind"] = json!("")),
+        ),
+        (
+            "negative usage",
+            edit(&|b| b["sessions"][0]["usage"]["inputTokens"] = json!(-5)),
+        ),
+        (
+            "negative cost",
+            edit(&|b| b["sessions"][0]["usage"]["costUsd"] = json!(-0.1)),
+        ),
+        (
+            "frustration score 2",
+            edit(&|b| b["sessions"][0]["frustration"]["score"] = json!(2)),
+        ),
     ]
 }
 
@@ -187,6 +233,10 @@ async fn the_ingest_schema_accepts_the_contracts_valid_batch_and_refuses_each_re
     for (what, doc) in refused_shapes() {
         assert!(!is_valid(BATCH, &doc), "the schema refuses: {what}");
         let r = env.post(&doc).await;
-        assert_eq!(r.status, 400, "the function refuses too: {what}: {}", r.body);
+        assert_eq!(
+            r.status, 400,
+            "the function refuses too: {what}: {}",
+            r.body
+        );
     }
 }

@@ -30,9 +30,17 @@ async fn owners_follow_githubs_rules_the_last_match_wins_and_an_ownerless_rule_u
     )])
     .await;
     let cases = [
-        ("README.md", json!(["@global-owner1", "@global-owner2"]), Some(2)),
+        (
+            "README.md",
+            json!(["@global-owner1", "@global-owner2"]),
+            Some(2),
+        ),
         ("web/app.js", json!(["@js-owner"]), Some(3)),
-        ("scripts/deploy.sh", json!(["@doctocat", "@octocat"]), Some(10)),
+        (
+            "scripts/deploy.sh",
+            json!(["@doctocat", "@octocat"]),
+            Some(10),
+        ),
         ("deeply/nested/logs/x.log", json!(["@octocat"]), Some(11)),
         ("docs/getting-started.md", json!(["@doctocat"]), Some(9)),
         ("apps/github/index.ts", json!([]), Some(13)),
@@ -41,7 +49,11 @@ async fn owners_follow_githubs_rules_the_last_match_wins_and_an_ownerless_rule_u
         let r = read(&st, &format!("/api/repos/acme/handbook/owners?path={path}")).await;
         assert_eq!(r.status, 200, "{}", r.body);
         assert_eq!(r.data()["owners"], owners, "{path}");
-        assert_eq!(r.data()["rule"]["line"].as_u64(), line.map(|l| l as u64), "{path}");
+        assert_eq!(
+            r.data()["rule"]["line"].as_u64(),
+            line.map(|l| l as u64),
+            "{path}"
+        );
         assert_eq!(r.data()["codeownersPath"], ".github/CODEOWNERS");
     }
 }
