@@ -47,7 +47,13 @@ async fn bad_parameters_are_400_or_404_with_a_stable_code_never_500() {
         ),
         // path
         (
-            "/api/repos/acme/handbook/documents/docs/../etc/passwd".into(),
+            // A literal `..` is resolved by the URL layer before routing (it can only name a
+            // path inside the repository); the encoded forms below reach the handler and are refused.
+            (
+                "/api/repos/acme/handbook/documents/docs/../etc/passwd".into(),
+                404,
+                "document_not_found",
+            ),
             400,
             "invalid_path",
         ),
