@@ -42,7 +42,8 @@ fn template_matches(template: &str, want: &[&str]) -> bool {
             return false;
         };
         let param = part.starts_with('{') && part.ends_with('}');
-        if !(param && !seg.is_empty() || part == seg) {
+        let matches = if param { !seg.is_empty() } else { part == seg };
+        if !matches {
             return false;
         }
     }
