@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use shared::config::Config;
 
 pub mod provision;
+pub mod search;
 pub mod sync;
 pub mod upkeep;
 
@@ -38,6 +39,9 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Search the synced documents and READMEs (as GET /api/search). Exit status: 0 hits, 1
+    /// none, 2 refused query.
+    Search(search::SearchArgs),
     /// Provision agent session ingest: orgs, users, compute targets, device tokens.
     #[command(subcommand)]
     Ingest(provision::IngestCommand),
@@ -51,6 +55,7 @@ pub async fn run(cli: Cli, config: &Config, out: &mut dyn Write) -> anyhow::Resu
         Command::Reap(args) => upkeep::run(config, upkeep::Upkeep::Reap, &args, out).await,
         Command::Drain(args) => upkeep::run(config, upkeep::Upkeep::Drain, &args, out).await,
         Command::Status { json } => status(config, json, out).await,
+        Command::Search(args) => search::run(config, &args, out).await,
         Command::Ingest(cmd) => provision::run(config, cmd, out).await,
     }
 }

@@ -138,6 +138,64 @@ pub struct TenantConfig {
     pub webhook_secrets: Vec<Secret>,
     pub sync_api_token: Option<Secret>,
     pub sync: SyncConfig,
+    /// The read API's settings (read-only token, search language).
+    pub read: ReadConfig,
+}
+
+/// The read API (issue 11): `SYNC_READ_TOKEN` and `SYNC_SEARCH_CONFIG`.
+#[derive(Debug, Clone, Default)]
+pub struct ReadConfig {
+    /// A bearer token for the read routes only: it never reaches `POST /api/sync`.
+    pub token: Option<Secret>,
+    pub search: SearchLanguage,
+}
+
+/// The text search configuration queries are parsed with; each has its own stored vector
+/// (migrations/0009_read_api.sql), so a query always meets lexemes made the same way.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SearchLanguage {
+    /// The default: docs are English prose, so stemming finds "configure" for "configuring" and
+    /// stop words drop out of queries ("how to install" searches "install").
+    #[default]
+    English,
+    /// Every word as written: code identifiers, non-English docs.
+    Simple,
+}
+
+impl SearchLanguage {
+    pub fn parse(value: &str) -> Option<Self> {
+        match value.trim().to_ascii_lowercase().as_str() {
+            "english" => Some(Self::English),
+            "simple" => Some(Self::Simple),
+            _ => None,
+        }
+    }
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::English => "english",
+            Self::Simple => "simple",
+        }
+    }
+}
+
+fn read_config(
+    get: &impl Fn(&str) -> Option<String>,
+    token: Option<String>,
+) -> Result<ReadConfig, ConfigError> {
+    const VAR: &str = "SYNC_SEARCH_CONFIG";
+    let search = match get(VAR) {
+        None => SearchLanguage::default(),
+        Some(v) => SearchLanguage::parse(&v).ok_or_else(|| {
+            ConfigError::new(VAR, format!("must be 'english' or 'simple', got '{v}'"))
+        })?,
+    };
+    Ok(ReadConfig {
+        token: token
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .map(Secret::new),
+        search,
+    })
 }
 
 #[derive(Debug, Clone)]
@@ -208,13 +266,7 @@ pub struct RepoName {
 impl RepoName {
     pub fn parse(value: &str) -> Option<Self> {
         let (owner, name) = value.split_once('/')?;
-        let valid = |s: &str| {
-            !s.is_empty()
-                && s.len() <= 100
-                && s.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-        };
-        (valid(owner) && valid(name)).then(|| Self {
+        (is_repo_name_part(owner) && is_repo_name_part(name)).then(|| Self {
             owner: owner.to_owned(),
             name: name.to_owned(),
         })
@@ -225,6 +277,14 @@ impl RepoName {
     pub fn eq_ignore_case(&self, full_name: &str) -> bool {
         self.full_name().eq_ignore_ascii_case(full_name)
     }
+}
+
+/// An owner or repository name as GitHub allows them: 1 to 100 of letters, digits, `-`, `_`, `.`.
+pub fn is_repo_name_part(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 100
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
 impl fmt::Display for RepoName {
@@ -316,6 +376,7 @@ struct RawTenant {
     #[serde(default)]
     webhook_secrets: Vec<String>,
     sync_api_token: Option<String>,
+    read_token: Option<String>,
     #[serde(default)]
     sync_config: Option<serde_json::Value>,
 }
@@ -656,6 +717,7 @@ fn tenant_from_env(get: &impl Fn(&str) -> Option<String>) -> Result<TenantConfig
         webhook_secrets,
         sync_api_token: get("SYNC_API_TOKEN").map(|t| Secret::new(t.trim())),
         sync,
+        read: read_config(get, get("SYNC_READ_TOKEN"))?,
     })
 }
 
@@ -745,6 +807,7 @@ fn tenants_from_file(
                 .collect(),
             sync_api_token: t.sync_api_token.map(Secret::new),
             sync,
+            read: read_config(get, t.read_token)?,
             id: t.id,
         });
     }

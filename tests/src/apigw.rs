@@ -83,6 +83,15 @@ impl Reply {
     }
 }
 
+/// Read the answer to `method path_and_query` and check it against the OpenAPI document: every
+/// answer a test reads this way must validate against its route's schema for its status.
+pub fn checked_reply(method: &str, path_and_query: &str, resp: Response<Body>) -> Reply {
+    let r = reply(resp);
+    let path = path_and_query.split('?').next().unwrap_or(path_and_query);
+    crate::openapi::check_response(method, path, r.status, &r.body);
+    r
+}
+
 /// Read a response; every answer of the HTTP functions is a JSON envelope.
 pub fn reply(resp: Response<Body>) -> Reply {
     let status = resp.status().as_u16();

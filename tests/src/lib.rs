@@ -11,6 +11,7 @@ pub mod processes;
 pub mod provisioned;
 pub mod sqs;
 pub mod rows;
+pub mod openapi;
 
 use std::sync::Once;
 

@@ -1,4 +1,5 @@
-//! Thin Lambda entry point for the sync API (`/api/sync`, `/api/repos`, `/api/sync/runs[/{id}]`):
+//! Thin Lambda entry point for the sync API (`/api/sync`, `/api/repos`, `/api/sync/runs[/{id}]`)
+//! and the read API (`/api/search`, `/api/repos/{owner}/{name}/...`, `/api/openapi.json`):
 //! logging, configuration (fail fast, naming the variable), the state built once and kept across
 //! invocations (lazily connected pools), then `shared::api::handle`.
 

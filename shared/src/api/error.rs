@@ -37,6 +37,31 @@ pub enum ApiError {
     QueueUnavailable,
     #[error("internal error")]
     Internal,
+    /// The read-only token (`SYNC_READ_TOKEN`) on a route that changes state.
+    #[error("the read-only token cannot request syncs")]
+    ReadOnlyToken,
+    #[error("a query parameter is not one this route takes, or appears twice")]
+    UnknownParameter,
+    #[error("limit must be a whole number in the route's range")]
+    InvalidLimit,
+    #[error("the cursor is not one this request handed out")]
+    InvalidCursor,
+    #[error("the path must be relative, without '.' or '..' segments, NUL or bad percent-encoding")]
+    InvalidPath,
+    #[error("the query must be a text of at most 512 bytes without NUL")]
+    InvalidQuery,
+    #[error("the query has no searchable words (empty, or only stop words)")]
+    EmptyQuery,
+    #[error("a repository is named owner/name")]
+    InvalidRepository,
+    #[error("no synced repository has this name")]
+    UnknownRepository,
+    #[error("no synced document has this path")]
+    DocumentNotFound,
+    #[error("this path is a folder of documents, not a document")]
+    PathIsFolder,
+    #[error("this repository has no synced README")]
+    ReadmeNotFound,
 }
 
 impl ApiError {
@@ -46,10 +71,23 @@ impl ApiError {
             | Self::UnknownTenant
             | Self::RepositoryNotSelected
             | Self::RepositoryNotFound
-            | Self::RunNotFound => StatusCode::NOT_FOUND,
+            | Self::RunNotFound
+            | Self::UnknownRepository
+            | Self::DocumentNotFound
+            | Self::PathIsFolder
+            | Self::ReadmeNotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Unauthenticated => StatusCode::UNAUTHORIZED,
-            Self::InvalidJson | Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::InvalidJson
+            | Self::BadRequest(_)
+            | Self::UnknownParameter
+            | Self::InvalidLimit
+            | Self::InvalidCursor
+            | Self::InvalidPath
+            | Self::InvalidQuery
+            | Self::EmptyQuery
+            | Self::InvalidRepository => StatusCode::BAD_REQUEST,
+            Self::ReadOnlyToken => StatusCode::FORBIDDEN,
             Self::RepositoryBusy => StatusCode::CONFLICT,
             Self::GithubNotConfigured | Self::QueueUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Self::Github(e) => {
@@ -76,6 +114,18 @@ impl ApiError {
             Self::Github(e) => e.code(),
             Self::QueueUnavailable => "queue_unavailable",
             Self::Internal => "internal_error",
+            Self::ReadOnlyToken => "read_only_token",
+            Self::UnknownParameter => "unknown_parameter",
+            Self::InvalidLimit => "invalid_limit",
+            Self::InvalidCursor => "invalid_cursor",
+            Self::InvalidPath => "invalid_path",
+            Self::InvalidQuery => "invalid_query",
+            Self::EmptyQuery => "empty_query",
+            Self::InvalidRepository => "invalid_repository",
+            Self::UnknownRepository => "unknown_repository",
+            Self::DocumentNotFound => "document_not_found",
+            Self::PathIsFolder => "path_is_folder",
+            Self::ReadmeNotFound => "readme_not_found",
         }
     }
 }

@@ -1,15 +1,19 @@
 //! The sync API's routes. Order of work: route (404/405), tenant, bearer token, then the work.
 //!
 //! Tenants: the API serves the default tenant (the first configured one); `?tenant=<id>` picks
-//! another, authenticated with that tenant's own `syncApiToken`.
+//! another, authenticated with that tenant's own `syncApiToken` (or, on GET routes, its read-only
+//! `readToken`). `GET /api/openapi.json` is the one route without tenant or token: the contract
+//! holds no data.
 
 use http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 
+use super::auth::Access;
 use super::error::{ApiError, db_failure};
 use super::http::{body_bytes, respond, route_path};
-use super::{auth, read, sync};
+use super::read::route::{ReadRoute, match_read};
+use super::{auth, openapi, read, sync};
 use crate::app::AppState;
 use crate::config::{TenantConfig, TenantId};
 use crate::envelope;
@@ -20,6 +24,9 @@ pub const RUNS_PATH: &str = "/api/sync/runs";
 
 /// Answer one request; never fails (every error is an enveloped response).
 pub async fn handle(state: &AppState, req: Request) -> Response<Body> {
+    if let Some(document) = openapi::serve(&req) {
+        return document;
+    }
     match route(state, &req).await {
         Ok((status, data)) => {
             tracing::info!(
@@ -58,6 +65,7 @@ enum Route {
     Repos,
     Runs,
     Run(Option<i64>),
+    Read(ReadRoute),
 }
 
 fn match_route(path: &str) -> Option<Route> {
@@ -66,7 +74,7 @@ fn match_route(path: &str) -> Option<Route> {
         SYNC_PATH => Some(Route::Sync),
         REPOS_PATH => Some(Route::Repos),
         RUNS_PATH => Some(Route::Runs),
-        _ => {
+        _ if path.starts_with(RUNS_PATH) => {
             let id = path.strip_prefix(RUNS_PATH)?.strip_prefix('/')?;
             if id.is_empty() || id.contains('/') {
                 return None;
@@ -74,6 +82,7 @@ fn match_route(path: &str) -> Option<Route> {
             // A malformed id names no run: 404 like an unknown one.
             Some(Route::Run(id.parse::<i64>().ok().filter(|i| *i > 0)))
         }
+        _ => match_read(path).map(Route::Read),
     }
 }
 
@@ -103,7 +112,14 @@ async fn route(state: &AppState, req: &Request) -> Result<(StatusCode, Value), A
         return Err(ApiError::MethodNotAllowed { allow });
     }
     let tenant = tenant(state, req)?;
-    auth::authenticate(req.headers(), tenant.sync_api_token.as_ref())?;
+    let access = auth::authenticate_any(
+        req.headers(),
+        tenant.sync_api_token.as_ref(),
+        tenant.read.token.as_ref(),
+    )?;
+    if matches!(route, Route::Sync) && access == Access::ReadOnly {
+        return Err(ApiError::ReadOnlyToken);
+    }
     let pool = state
         .tenants
         .pool(tenant.id.as_str())
@@ -114,8 +130,12 @@ async fn route(state: &AppState, req: &Request) -> Result<(StatusCode, Value), A
             Ok((StatusCode::ACCEPTED, data))
         }
         Route::Repos => {
-            let repos = read::repos(pool).await.map_err(db_failure("list repos"))?;
-            Ok((StatusCode::OK, json!({ "repositories": repos })))
+            let params = read::params::Params::parse(req.uri().query(), &["limit", "cursor"])?;
+            Ok((StatusCode::OK, read::repos::list(pool, &params).await?))
+        }
+        Route::Read(route) => {
+            let data = read::route::serve(pool, tenant, route, req.uri().query()).await?;
+            Ok((StatusCode::OK, data))
         }
         Route::Runs => {
             let runs = read::runs(pool).await.map_err(db_failure("list runs"))?;

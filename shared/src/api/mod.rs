@@ -1,10 +1,13 @@
 //! The manual sync API (`Authorization: Bearer $SYNC_API_TOKEN`): `POST /api/sync`,
-//! `GET /api/repos`, `GET /api/sync/runs`, `GET /api/sync/runs/{id}`.
+//! `GET /api/repos`, `GET /api/sync/runs`, `GET /api/sync/runs/{id}`; the read API of issue 11
+//! (`read/`: search, documents, READMEs, code owners; also `SYNC_READ_TOKEN`); and
+//! `GET /api/openapi.json`.
 
 pub mod auth;
 pub mod error;
 pub mod handler;
 pub mod http;
+pub mod openapi;
 pub mod read;
 pub mod sync;
 

@@ -1,4 +1,13 @@
-//! The read side of the sync API: repositories with their sync state, and runs.
+//! The read side of the sync API: repositories with their sync state, runs, and the read API of
+//! issue 11 (search, documents, code owners) in the modules below.
+
+pub mod cursor;
+pub mod documents;
+pub mod owners;
+pub mod params;
+pub mod repos;
+pub mod route;
+pub mod search;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -20,17 +29,6 @@ pub struct RepoView {
     /// Files skipped by the last plan: `[{"path": ..., "reason": ...}]`.
     pub warnings: serde_json::Value,
     pub document_count: i64,
-}
-
-pub async fn repos(pool: &PgPool) -> Result<Vec<RepoView>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT r.owner || '/' || r.name AS full_name, r.github_id, r.sync_status, r.sync_error,
-                r.sync_error_code, r.last_synced_at, r.warnings,
-                (SELECT count(*) FROM documents d WHERE d.repo_id = r.id) AS document_count
-         FROM repos r ORDER BY lower(r.owner), lower(r.name), r.github_id",
-    )
-    .fetch_all(pool)
-    .await
 }
 
 #[derive(Debug, Serialize, sqlx::FromRow)]

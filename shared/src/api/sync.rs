@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::error::{ApiError, db_failure};
 use crate::app::AppState;
-use crate::config::TenantConfig;
+use crate::config::{TenantConfig, is_repo_name_part};
 use crate::github::{GithubError, RepoInfo};
 use crate::jobs::adapter::{JobsAdapter, Submitted};
 use crate::jobs::{Job, JobError, RepoRef};
@@ -40,13 +40,7 @@ fn parse(body: &[u8]) -> Result<SyncRequest, ApiError> {
 
 fn split_full_name(full: &str) -> Option<(&str, &str)> {
     let (owner, name) = full.split_once('/')?;
-    let valid = |s: &str| {
-        !s.is_empty()
-            && s.len() <= 100
-            && s.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
-    };
-    (valid(owner) && valid(name)).then_some((owner, name))
+    (is_repo_name_part(owner) && is_repo_name_part(name)).then_some((owner, name))
 }
 
 pub async fn post(state: &AppState, tenant: &TenantConfig, body: &[u8]) -> Result<Value, ApiError> {

@@ -325,3 +325,32 @@ async fn ingest_provisioning_through_the_cli_decides_what_the_ingest_function_ac
         .await;
     assert_eq!(code, ExitCode::FAILURE);
 }
+
+#[tokio::test]
+async fn search_prints_the_hits_of_the_read_api_and_refuses_an_empty_query() {
+    let s = Setup::new().await;
+    let (code, _) = s.syncplane(&["sync"]).await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    let (code, out) = s.syncplane(&["search", "usage"]).await;
+    assert_eq!(code, ExitCode::SUCCESS, "{out}");
+    assert!(
+        out.trim()
+            .starts_with("acme/widgets docs/usage.md#usage  Usage  ("),
+        "one line per hit: repository, path#heading, title, rank: {out}"
+    );
+    assert_eq!(out.lines().count(), 1);
+    let (code, out) = s.json(&["search", "handbook", "--json"]).await;
+    assert_eq!(code, ExitCode::SUCCESS);
+    assert_eq!(out["hits"][0]["kind"], "readme");
+    let (code, out) = s
+        .syncplane(&["search", "usage", "--repo", "acme/handbook"])
+        .await;
+    assert_eq!(
+        (code, out.as_str()),
+        (ExitCode::from(1), ""),
+        "no hits there"
+    );
+    let (code, out) = s.syncplane(&["search", "the"]).await;
+    assert_eq!(code, ExitCode::from(2));
+    assert!(out.starts_with("refused (empty_query)"), "{out}");
+}

@@ -10,5 +10,6 @@ mod github_client;
 mod ingest;
 mod migrations;
 mod ops;
+mod read;
 mod runs;
 mod shared_token;

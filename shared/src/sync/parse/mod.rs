@@ -13,6 +13,7 @@ mod codeowners;
 mod frontmatter;
 mod markdown;
 mod mdx;
+mod owners;
 mod text;
 mod yaml;
 
@@ -21,6 +22,7 @@ use serde::Serialize;
 pub use codeowners::{CodeOwnersRule, CodeOwnersWarning, parse_codeowners};
 pub use frontmatter::{MAX_FRONTMATTER_JSON_BYTES, MAX_FRONTMATTER_VALUES};
 pub use markdown::{MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
+pub use owners::{deciding_rule, owners_of};
 pub use text::{BODY_TEXT_CAP_BYTES, MAX_INPUT_BYTES};
 
 /// A parsed markdown or MDX document.

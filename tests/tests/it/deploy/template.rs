@@ -159,6 +159,17 @@ fn every_route_of_the_design_reaches_its_function() {
         ("GET", "/api/repos", "sync-api"),
         ("GET", "/api/sync/runs", "sync-api"),
         ("GET", "/api/sync/runs/{id}", "sync-api"),
+        ("GET", "/api/search", "sync-api"),
+        ("GET", "/api/repos/{owner}/{name}", "sync-api"),
+        ("GET", "/api/repos/{owner}/{name}/documents", "sync-api"),
+        (
+            "GET",
+            "/api/repos/{owner}/{name}/documents/{path+}",
+            "sync-api",
+        ),
+        ("GET", "/api/repos/{owner}/{name}/readme", "sync-api"),
+        ("GET", "/api/repos/{owner}/{name}/owners", "sync-api"),
+        ("GET", "/api/openapi.json", "sync-api"),
         ("POST", "/api/agent-sessions/sync", "ingest"),
         ("GET", "/api/agent-sessions/hello", "ingest"),
     ];

@@ -1,11 +1,12 @@
 //! Every events/ file of the HTTP functions runs through its handler with a state whose webhook
-//! secret (`events-secret`), sync API token (`events-token`) and installation id (12345678)
+//! secret (`events-secret`), sync API token (`events-token`), read-only token (`events-read-token`)
+//! and installation id (12345678)
 //! match the files.
 
 use serde_json::Value;
 use shared::app::AppState;
 
-use super::support::{SECRET, from_event, reply, state_of, tenant};
+use super::support::{Reply, SECRET, checked_reply, from_event, state_of, tenant};
 use crate::engine::World;
 
 /// The installation id the events/ files name.
@@ -15,6 +16,20 @@ fn event(name: &str) -> Value {
     let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     serde_json::from_str(&text).unwrap()
+}
+
+/// Run `event` through `handle` and check the answer against openapi.json.
+async fn checked<F, Fut>(event: Value, handle: F) -> Reply
+where
+    F: FnOnce(lambda_http::Request) -> Fut,
+    Fut: std::future::Future<Output = lambda_http::Response<lambda_http::Body>>,
+{
+    let method = event["requestContext"]["http"]["method"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = event["rawPath"].as_str().unwrap().to_owned();
+    checked_reply(&method, &path, handle(from_event(event)).await)
 }
 
 /// The tenant's configuration names the events' installation; its client talks to the fake's
@@ -53,7 +68,7 @@ async fn webhook_events_answer_as_documented() {
         ("webhook-ping.json", 200),
         ("webhook-push.json", 202),
     ] {
-        let r = reply(shared::webhook::handle(&st, from_event(event(file))).await);
+        let r = checked(event(file), |req| shared::webhook::handle(&st, req)).await;
         assert_eq!(r.status, status, "{file}: {}", r.body);
     }
     assert_eq!(w.doc_paths("acme/handbook").await, vec!["docs/intro.md"]);
@@ -67,8 +82,16 @@ async fn sync_api_events_answer_as_documented() {
         ("sync-api-sync-all.json", 202),
         ("sync-api-repos.json", 200),
         ("sync-api-runs.json", 200),
+        // The read API, with the read-only token (`events-read-token`).
+        ("sync-api-search.json", 200),
+        ("sync-api-repo.json", 200),
+        ("sync-api-documents.json", 200),
+        ("sync-api-document.json", 200),
+        ("sync-api-readme.json", 200),
+        ("sync-api-owners.json", 200),
+        ("sync-api-openapi.json", 200),
     ] {
-        let r = reply(shared::api::handle(&st, from_event(event(file))).await);
+        let r = checked(event(file), |req| shared::api::handle(&st, req)).await;
         assert_eq!(r.status, status, "{file}: {}", r.body);
     }
     assert_eq!(w.doc_paths("acme/handbook").await, vec!["docs/intro.md"]);

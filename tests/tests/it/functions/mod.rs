@@ -4,7 +4,7 @@
 
 mod events;
 mod sqs;
-mod support;
+pub mod support;
 mod sync_api;
 mod tick;
 mod webhook;

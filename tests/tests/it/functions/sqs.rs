@@ -122,6 +122,7 @@ fn worker_with_unreachable_tenant() -> Worker {
         github: None,
         webhook_secrets: Vec::new(),
         sync_api_token: None,
+        read: Default::default(),
         sync: Default::default(),
     };
     let tenants = std::sync::Arc::new(Tenants::from_parts(

@@ -15,6 +15,8 @@ use crate::engine::World;
 /// The secret and token the events/ files are made with (documented test values).
 pub const SECRET: &str = "events-secret";
 pub const TOKEN: &str = "events-token";
+/// The read-only token of the read API (`SYNC_READ_TOKEN`).
+pub const READ_TOKEN: &str = "events-read-token";
 
 /// One tenant's configuration over the world's database and fake GitHub.
 pub fn tenant(
@@ -37,6 +39,10 @@ pub fn tenant(
         }),
         webhook_secrets: secrets.iter().map(|s| Secret::new(*s)).collect(),
         sync_api_token: Some(Secret::new(TOKEN)),
+        read: shared::config::ReadConfig {
+            token: Some(Secret::new(READ_TOKEN)),
+            search: Default::default(),
+        },
         sync,
     }
 }
@@ -78,7 +84,7 @@ pub fn state(w: &World) -> AppState {
     )
 }
 
-pub use syncplane_tests::apigw::{Reply, from_event, reply, request as apigw};
+pub use syncplane_tests::apigw::{Reply, checked_reply, from_event, reply, request as apigw};
 
 pub async fn count(w: &World, sql: &'static str) -> i64 {
     sqlx::query_scalar(sql).fetch_one(&w.db.pool).await.unwrap()

@@ -6,7 +6,7 @@ use shared::app::AppState;
 use shared::config::SyncConfig;
 use shared::sync::lock::{HeldLock, repo_key};
 
-use super::support::{Reply, TOKEN, apigw, count, reply, state, state_of, tenant};
+use super::support::{Reply, TOKEN, apigw, checked_reply, count, state, state_of, tenant};
 use crate::engine::World;
 
 const DOCS: &[(&str, &str)] = &[
@@ -26,7 +26,11 @@ async fn call(
     if let Some(a) = auth.as_deref() {
         headers.push(("authorization", a));
     }
-    reply(shared::api::handle(st, apigw(method, path, &headers, body)).await)
+    checked_reply(
+        method,
+        path,
+        shared::api::handle(st, apigw(method, path, &headers, body)).await,
+    )
 }
 
 async fn post_sync(st: &AppState, body: &Value) -> Reply {

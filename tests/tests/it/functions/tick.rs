@@ -24,6 +24,7 @@ fn tenant_config(id: &str, url: Secret, interval_minutes: u32, on_startup: bool)
         github: None,
         webhook_secrets: Vec::new(),
         sync_api_token: None,
+        read: Default::default(),
         sync: SyncConfig {
             interval_minutes,
             on_startup,

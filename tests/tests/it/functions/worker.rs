@@ -36,6 +36,7 @@ fn tenants_of(w: &World, sync: SyncConfig) -> Arc<Tenants> {
         }),
         webhook_secrets: Vec::new(),
         sync_api_token: None,
+        read: Default::default(),
         sync,
     };
     Arc::new(Tenants::from_parts(

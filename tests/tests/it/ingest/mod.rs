@@ -6,4 +6,4 @@ mod bounds;
 mod chunks;
 mod schema;
 mod semantics;
-mod support;
+pub mod support;

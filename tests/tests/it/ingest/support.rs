@@ -9,7 +9,7 @@ use lambda_http::Request;
 use serde_json::{Value, json};
 use shared::ingest::provision::{self, NewOrg};
 use shared::ingest::{IngestState, handle};
-pub use syncplane_tests::apigw::{Reply, reply};
+pub use syncplane_tests::apigw::{Reply, checked_reply};
 use syncplane_tests::db::TestDb;
 
 pub const TARGET: &str = "laptop-1";
@@ -67,8 +67,10 @@ pub fn apigw(method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) ->
     syncplane_tests::apigw::request(method, path, headers, Some(body))
 }
 
+/// The ingest function's answer, checked against openapi.json.
 pub async fn send(env: &Env, req: Request) -> Reply {
-    reply(handle(&env.state, req).await)
+    let (method, path) = (req.method().to_string(), req.uri().path().to_owned());
+    checked_reply(&method, &path, handle(&env.state, req).await)
 }
 
 impl Env {

@@ -21,6 +21,7 @@ fn tenant_config(id: &str, db: &TestDb) -> TenantConfig {
         github: None,
         webhook_secrets: Vec::new(),
         sync_api_token: None,
+        read: Default::default(),
         sync: SyncConfig::default(),
     }
 }

@@ -1,0 +1,355 @@
+//! `GET /api/search?q=&repo=&path=&limit=&cursor=` (issue 11 "Search") over every synced document
+//! and README.
+//!
+//! - The query is `websearch_to_tsquery` syntax (quoted phrases, `-exclusion`, `or`), parsed with
+//!   the configured language, against the vector built with that same language (migration 0009),
+//!   through its GIN index.
+//! - Ranking: `ts_rank_cd` over the weighted vector (title A, headings B, body C); ties broken by
+//!   kind (documents first) then id, so pages never overlap or skip.
+//! - Keyset pagination: the cursor carries the last (rank, kind, id) and a fingerprint of the
+//!   query and filters; every value is a bound parameter.
+//! - Snippets: `ts_headline` with private-use markers, HTML-escaped here and the markers turned
+//!   into `<mark>`, so a document's text can never inject markup.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use super::super::error::{ApiError, db_failure};
+use super::cursor;
+use super::owners::{owners_json, rules_of};
+use super::params::{Params, like_prefix, repo_name, repo_path};
+use super::repos::{self, next_cursor};
+use crate::config::SearchLanguage;
+
+pub const DEFAULT_LIMIT: i64 = 20;
+pub const MAX_LIMIT: i64 = 50;
+/// Longest query accepted, in bytes.
+pub const MAX_QUERY_BYTES: usize = 512;
+/// Most `repo` filters one request may name.
+pub const MAX_REPO_FILTERS: usize = 20;
+
+/// What a search asks for, after validation.
+#[derive(Debug, Clone)]
+pub struct SearchRequest {
+    pub q: String,
+    pub repos: Vec<(String, String)>,
+    pub path_prefix: Option<String>,
+    pub limit: i64,
+    pub cursor: Option<String>,
+}
+
+impl SearchRequest {
+    pub fn from_params(params: &Params) -> Result<Self, ApiError> {
+        let repos: Vec<&str> = params.all("repo").collect();
+        Self::new(
+            params.one("q")?.unwrap_or_default(),
+            &repos,
+            params.one("path")?,
+            params.limit(DEFAULT_LIMIT, MAX_LIMIT)?,
+            params.one("cursor")?,
+        )
+    }
+
+    /// Validate each part: the query's size, `owner/name` filters (at most 20), a path prefix,
+    /// `limit` in 1..=50.
+    pub fn new(
+        q: &str,
+        repos: &[&str],
+        path: Option<&str>,
+        limit: i64,
+        cursor: Option<&str>,
+    ) -> Result<Self, ApiError> {
+        let q = validate_query(q)?;
+        if repos.len() > MAX_REPO_FILTERS {
+            return Err(ApiError::InvalidRepository);
+        }
+        let repos = repos
+            .iter()
+            .map(|r| repo_name(r))
+            .collect::<Result<Vec<_>, _>>()?;
+        let path_prefix = path.map(|p| repo_path(p, true)).transpose()?;
+        if !(1..=MAX_LIMIT).contains(&limit) {
+            return Err(ApiError::InvalidLimit);
+        }
+        Ok(Self {
+            q,
+            repos,
+            path_prefix,
+            limit,
+            cursor: cursor.map(str::to_owned),
+        })
+    }
+
+    fn fingerprint(&self, language: SearchLanguage) -> String {
+        let repos: Vec<String> = self
+            .repos
+            .iter()
+            .map(|(o, n)| format!("{o}/{n}").to_lowercase())
+            .collect();
+        let mut parts = vec![language.as_str(), self.q.as_str()];
+        parts.extend(repos.iter().map(String::as_str));
+        parts.push(self.path_prefix.as_deref().unwrap_or(""));
+        cursor::fingerprint(&parts)
+    }
+}
+
+fn validate_query(q: &str) -> Result<String, ApiError> {
+    let q = q.trim();
+    if q.len() > MAX_QUERY_BYTES || q.contains('\0') {
+        return Err(ApiError::InvalidQuery);
+    }
+    if q.is_empty() {
+        return Err(ApiError::EmptyQuery);
+    }
+    Ok(q.to_owned())
+}
+
+/// The last hit of a page: where the next one starts.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Key {
+    rank: f32,
+    kind: i32,
+    id: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct Row {
+    kind: i32,
+    id: i64,
+    repo_id: i64,
+    rank: f32,
+    full_name: String,
+    path: String,
+    title: String,
+    blob_sha: String,
+    last_synced_at: Option<chrono::DateTime<chrono::Utc>>,
+    heading: Option<Value>,
+    headline: String,
+}
+
+/// Snippet delimiters: private-use characters, turned into `<mark>` after escaping.
+const START: char = '\u{E000}';
+const STOP: char = '\u{E001}';
+
+/// The search statement for one language: the vector column and the configuration the query is
+/// parsed with must agree. The tsquery is written inline (not a CTE) so the planner sees it as a
+/// constant and can take the GIN index.
+macro_rules! search_sql {
+    ($config:literal, $vector:literal) => {
+        concat!(
+            "WITH hits AS (
+                SELECT 0 AS kind, d.id, d.repo_id,
+                       ts_rank_cd(d.", $vector, ", websearch_to_tsquery('", $config, "', $1)) AS rank
+                FROM documents d
+                WHERE d.", $vector, " @@ websearch_to_tsquery('", $config, "', $1)
+                  AND ($2::bigint[] IS NULL OR d.repo_id = ANY($2))
+                  AND ($3::text IS NULL OR d.path LIKE $3 ESCAPE '\\')
+                UNION ALL
+                SELECT 1, r.repo_id, r.repo_id,
+                       ts_rank_cd(r.", $vector, ", websearch_to_tsquery('", $config, "', $1))
+                FROM readmes r
+                WHERE r.", $vector, " @@ websearch_to_tsquery('", $config, "', $1)
+                  AND ($2::bigint[] IS NULL OR r.repo_id = ANY($2))
+                  AND ($3::text IS NULL OR r.path LIKE $3 ESCAPE '\\')
+            ),
+            page AS (
+                SELECT * FROM hits
+                WHERE $4::real IS NULL
+                   OR rank < $4 OR (rank = $4 AND (kind, id) > ($5::int, $6::bigint))
+                ORDER BY rank DESC, kind, id
+                LIMIT $7
+            )
+            SELECT p.kind, p.id, p.repo_id, p.rank, o.owner || '/' || o.name AS full_name,
+                   x.path, x.title, x.blob_sha, o.last_synced_at,
+                   (SELECT h.e FROM jsonb_array_elements(x.headings) WITH ORDINALITY AS h(e, n)
+                    WHERE to_tsvector('", $config, "', h.e->>'text')
+                          @@ websearch_to_tsquery('", $config, "', $1)
+                    ORDER BY ts_rank(to_tsvector('", $config, "', h.e->>'text'),
+                                     websearch_to_tsquery('", $config, "', $1)) DESC, h.n
+                    LIMIT 1) AS heading,
+                   ts_headline('", $config, "', x.body, websearch_to_tsquery('", $config, "', $1),
+                       'StartSel=\"\u{E000}\", StopSel=\"\u{E001}\", MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=\" … \"') AS headline
+            FROM page p
+            JOIN repos o ON o.id = p.repo_id
+            CROSS JOIN LATERAL (
+                SELECT d.path, d.title, d.blob_sha, d.headings, d.body
+                FROM documents d WHERE p.kind = 0 AND d.id = p.id
+                UNION ALL
+                SELECT r.path, r.title, r.blob_sha, r.headings, r.body
+                FROM readmes r WHERE p.kind = 1 AND r.repo_id = p.id
+            ) x
+            ORDER BY p.rank DESC, p.kind, p.id"
+        )
+    };
+}
+
+const SEARCH_ENGLISH: &str = search_sql!("english", "search_vector");
+const SEARCH_SIMPLE: &str = search_sql!("simple", "search_vector_simple");
+
+/// The search statement for `language` ($1 query, $2 repository ids, $3 path pattern, $4..$6 the
+/// cursor's rank, kind and id, $7 the row limit).
+pub fn search_sql(language: SearchLanguage) -> &'static str {
+    match language {
+        SearchLanguage::English => SEARCH_ENGLISH,
+        SearchLanguage::Simple => SEARCH_SIMPLE,
+    }
+}
+
+/// How many operands the query has once parsed (0: empty or only stop words).
+fn terms_sql(language: SearchLanguage) -> &'static str {
+    match language {
+        SearchLanguage::English => "SELECT numnode(websearch_to_tsquery('english', $1))",
+        SearchLanguage::Simple => "SELECT numnode(websearch_to_tsquery('simple', $1))",
+    }
+}
+
+/// The page of hits for `req`, and the cursor of the next page (null at the end).
+pub async fn search(
+    pool: &PgPool,
+    language: SearchLanguage,
+    req: &SearchRequest,
+) -> Result<Value, ApiError> {
+    let fp = req.fingerprint(language);
+    let after: Option<Key> = req
+        .cursor
+        .as_deref()
+        .map(|c| cursor::decode("search", &fp, c))
+        .transpose()?;
+    // An empty or all-stop-word query would match nothing useful (or everything): refuse it.
+    let terms: i32 = sqlx::query_scalar(terms_sql(language))
+        .bind(&req.q)
+        .fetch_one(pool)
+        .await
+        .map_err(db_failure("parse search query"))?;
+    if terms == 0 {
+        return Err(ApiError::EmptyQuery);
+    }
+    let repo_ids = repo_filter(pool, &req.repos).await?;
+    let mut rows: Vec<Row> = sqlx::query_as(search_sql(language))
+        .bind(&req.q)
+        .bind(repo_ids)
+        .bind(req.path_prefix.as_deref().map(like_prefix))
+        .bind(after.as_ref().map(|k| k.rank))
+        .bind(after.as_ref().map(|k| k.kind))
+        .bind(after.as_ref().map(|k| k.id))
+        .bind(req.limit + 1)
+        .fetch_all(pool)
+        .await
+        .map_err(db_failure("search"))?;
+    let next = next_cursor(&mut rows, req.limit, |last| {
+        let key = Key {
+            rank: last.rank,
+            kind: last.kind,
+            id: last.id,
+        };
+        cursor::encode("search", &fp, &key)
+    });
+    let mut ids: Vec<i64> = rows.iter().map(|r| r.repo_id).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let rules = rules_of(pool, &ids).await?;
+    let hits: Vec<Value> = rows
+        .into_iter()
+        .map(|r| {
+            let owners = owners_json(rules.get(&r.repo_id), &r.path);
+            hit_json(r, owners)
+        })
+        .collect();
+    Ok(json!({ "query": req.q, "hits": hits, "nextCursor": next }))
+}
+
+/// The ids of the `repo` filters; a name no stored repository has is `unknown_repository`.
+async fn repo_filter(
+    pool: &PgPool,
+    names: &[(String, String)],
+) -> Result<Option<Vec<i64>>, ApiError> {
+    if names.is_empty() {
+        return Ok(None);
+    }
+    let mut ids = Vec::with_capacity(names.len());
+    for (owner, name) in names {
+        ids.push(repos::find(pool, owner, name).await?.id);
+    }
+    Ok(Some(ids))
+}
+
+fn hit_json(r: Row, owners: Value) -> Value {
+    json!({
+        "kind": if r.kind == 0 { "document" } else { "readme" },
+        "repository": r.full_name,
+        "path": r.path,
+        "title": r.title,
+        "heading": r.heading.map(|h| json!({
+            "text": h["text"], "anchor": h["anchor"], "level": h["level"],
+        })),
+        "snippet": snippet_html(&r.headline),
+        "rank": r.rank,
+        "blobSha": r.blob_sha,
+        "lastSyncedAt": r.last_synced_at,
+        "codeOwners": owners,
+    })
+}
+
+/// `ts_headline` output as safe HTML: everything escaped, the markers as balanced `<mark>` tags
+/// (a stray marker in the text can only open or close one).
+pub fn snippet_html(headline: &str) -> String {
+    let mut out = String::with_capacity(headline.len() + 16);
+    let mut open = false;
+    for c in headline.chars() {
+        match c {
+            START if !open => {
+                out.push_str("<mark>");
+                open = true;
+            }
+            STOP if open => {
+                out.push_str("</mark>");
+                open = false;
+            }
+            START | STOP => {}
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    if open {
+        out.push_str("</mark>");
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snippets_escape_html_and_keep_marks_balanced() {
+        let h = format!("<script>alert(1)</script> {START}install{STOP} & \"go\" {START}open");
+        assert_eq!(
+            snippet_html(&h),
+            "&lt;script&gt;alert(1)&lt;/script&gt; <mark>install</mark> &amp; &quot;go&quot; <mark>open</mark>"
+        );
+        assert_eq!(
+            snippet_html(&format!("{STOP}x{START}{START}y")),
+            "x<mark>y</mark>"
+        );
+    }
+
+    #[test]
+    fn queries_are_bounded_and_not_empty() {
+        assert!(matches!(validate_query("  "), Err(ApiError::EmptyQuery)));
+        assert!(matches!(
+            validate_query("a\0b"),
+            Err(ApiError::InvalidQuery)
+        ));
+        assert!(matches!(
+            validate_query(&"w ".repeat(5000)),
+            Err(ApiError::InvalidQuery)
+        ));
+        assert_eq!(validate_query(" install guide ").unwrap(), "install guide");
+    }
+}
