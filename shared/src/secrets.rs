@@ -11,9 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use aws_config::BehaviorVersion;
-use aws_config::Region;
-use aws_sdk_secretsmanager::config::Credentials;
+use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
 
 use crate::config::{ConfigError, Secret};
 
@@ -151,6 +149,14 @@ impl SecretStores {
             secrets_manager: aws_sdk_secretsmanager::Client::from_conf(secrets_manager),
             ssm: aws_sdk_ssm::Client::from_conf(ssm),
         }
+    }
+
+    pub fn secrets_manager(&self) -> &aws_sdk_secretsmanager::Client {
+        &self.secrets_manager
+    }
+
+    pub fn ssm(&self) -> &aws_sdk_ssm::Client {
+        &self.ssm
     }
 
     /// Fetch one value. The error names the setting and the store's error code only.

@@ -105,6 +105,27 @@ async fn applied_count(db: &TestDb) -> i64 {
         .unwrap()
 }
 
+/// Send one custom resource request on a fresh fake ResponseURL; the function's own result and
+/// the answer CloudFormation received.
+async fn cfn(db: &TestDb, kind: &str, physical: Option<&str>) -> (Value, Value) {
+    let (url, answers) = response_url().await;
+    let out = invoke_with(db, request(kind, &url, physical)).await.unwrap();
+    (out, answers.only().1)
+}
+
+/// The same with a configuration that cannot even name a database.
+async fn cfn_unconfigured(kind: &str) -> Value {
+    let (url, answers) = response_url().await;
+    let http = reqwest::Client::new();
+    let broken: Result<Config, ConfigError> = shared::config::from_lookup(|_| None);
+    invoke::handle(request(kind, &url, Some(PHYSICAL_RESOURCE_ID)), &http, || {
+        migrate_summary(broken)
+    })
+    .await
+    .unwrap();
+    answers.only().1
+}
+
 fn embedded() -> i64 {
     shared::db::MIGRATOR.iter().count() as i64
 }
@@ -136,15 +157,10 @@ async fn create_migrates_an_empty_database_and_answers_success_on_the_response_u
 #[tokio::test]
 async fn update_is_idempotent_and_keeps_the_physical_id() {
     let db = TestDb::empty().await;
-    let (url, _) = response_url().await;
-    invoke_with(&db, request("Create", &url, None)).await.unwrap();
+    cfn(&db, "Create", None).await;
 
-    let (url, answers) = response_url().await;
-    let out = invoke_with(&db, request("Update", &url, Some(PHYSICAL_RESOURCE_ID)))
-        .await
-        .unwrap();
+    let (out, answer) = cfn(&db, "Update", Some(PHYSICAL_RESOURCE_ID)).await;
     assert_eq!(out["Status"], "SUCCESS");
-    let (_, answer) = answers.only();
     assert_eq!(answer["Status"], "SUCCESS");
     assert_eq!(
         answer["PhysicalResourceId"], PHYSICAL_RESOURCE_ID,
@@ -159,28 +175,14 @@ async fn update_is_idempotent_and_keeps_the_physical_id() {
 #[tokio::test]
 async fn delete_always_succeeds_and_drops_nothing() {
     let db = TestDb::new().await;
-    let (url, answers) = response_url().await;
-    let out = invoke_with(&db, request("Delete", &url, Some(PHYSICAL_RESOURCE_ID)))
-        .await
-        .unwrap();
+    let (out, answer) = cfn(&db, "Delete", Some(PHYSICAL_RESOURCE_ID)).await;
     assert_eq!(out["Status"], "SUCCESS");
-    let (_, answer) = answers.only();
     assert_eq!(answer["Status"], "SUCCESS");
     assert_eq!(answer["PhysicalResourceId"], PHYSICAL_RESOURCE_ID);
     assert!(table_exists(&db, "repos").await, "removing the stack keeps the data");
 
     // Even with configuration it cannot use, Delete never blocks a stack's removal.
-    let (url, answers) = response_url().await;
-    let http = reqwest::Client::new();
-    let broken: Result<Config, ConfigError> = shared::config::from_lookup(|_| None);
-    invoke::handle(
-        request("Delete", &url, Some(PHYSICAL_RESOURCE_ID)),
-        &http,
-        || migrate_summary(broken),
-    )
-    .await
-    .unwrap();
-    assert_eq!(answers.only().1["Status"], "SUCCESS");
+    assert_eq!(cfn_unconfigured("Delete").await["Status"], "SUCCESS");
 }
 
 #[tokio::test]
@@ -191,10 +193,8 @@ async fn a_failing_migration_answers_failed_with_the_reason_and_fails_the_deploy
         .execute(&db.pool)
         .await
         .unwrap();
-    let (url, answers) = response_url().await;
-    let out = invoke_with(&db, request("Create", &url, None)).await.unwrap();
+    let (out, answer) = cfn(&db, "Create", None).await;
     assert_eq!(out["Status"], "FAILED");
-    let (_, answer) = answers.only();
     assert_eq!(answer["Status"], "FAILED");
     let reason = answer["Reason"].as_str().unwrap();
     assert!(reason.contains("migration failed"), "{reason}");
@@ -206,15 +206,7 @@ async fn a_failing_migration_answers_failed_with_the_reason_and_fails_the_deploy
 
 #[tokio::test]
 async fn an_unusable_configuration_is_reported_to_cloudformation_too() {
-    let (url, answers) = response_url().await;
-    let http = reqwest::Client::new();
-    let broken: Result<Config, ConfigError> = shared::config::from_lookup(|_| None);
-    invoke::handle(request("Update", &url, Some(PHYSICAL_RESOURCE_ID)), &http, || {
-        migrate_summary(broken)
-    })
-    .await
-    .unwrap();
-    let (_, answer) = answers.only();
+    let answer = cfn_unconfigured("Update").await;
     assert_eq!(answer["Status"], "FAILED");
     assert!(answer["Reason"].as_str().unwrap().starts_with("DATABASE_URL"));
 }

@@ -23,8 +23,8 @@ fn unique(name: &str) -> String {
 
 /// A Secrets Manager secret of this test's own; returns its ARN.
 async fn secret(value: &str) -> String {
-    let client = secrets_manager_client();
-    let created = client
+    let created = emulator()
+        .secrets_manager()
         .create_secret()
         .name(unique("secret"))
         .secret_string(value)
@@ -37,7 +37,8 @@ async fn secret(value: &str) -> String {
 /// An SSM SecureString parameter of this test's own; returns its name.
 async fn parameter(value: &str) -> String {
     let name = format!("/{}", unique("param"));
-    ssm_client()
+    emulator()
+        .ssm()
         .put_parameter()
         .name(&name)
         .value(value)
@@ -46,30 +47,6 @@ async fn parameter(value: &str) -> String {
         .await
         .expect("the emulator serves SSM");
     name
-}
-
-fn secrets_manager_client() -> aws_sdk_secretsmanager::Client {
-    let config = aws_sdk_secretsmanager::Config::builder()
-        .behavior_version(aws_sdk_secretsmanager::config::BehaviorVersion::latest())
-        .region(aws_sdk_secretsmanager::config::Region::new("us-east-1"))
-        .endpoint_url(endpoint())
-        .credentials_provider(aws_sdk_secretsmanager::config::Credentials::new(
-            "test", "test", None, None, "test",
-        ))
-        .build();
-    aws_sdk_secretsmanager::Client::from_conf(config)
-}
-
-fn ssm_client() -> aws_sdk_ssm::Client {
-    let config = aws_sdk_ssm::Config::builder()
-        .behavior_version(aws_sdk_ssm::config::BehaviorVersion::latest())
-        .region(aws_sdk_ssm::config::Region::new("us-east-1"))
-        .endpoint_url(endpoint())
-        .credentials_provider(aws_sdk_ssm::config::Credentials::new(
-            "test", "test", None, None, "test",
-        ))
-        .build();
-    aws_sdk_ssm::Client::from_conf(config)
 }
 
 fn env(pairs: &[(&str, String)]) -> impl Fn(&str) -> Option<String> + Clone {
