@@ -538,8 +538,9 @@ fn parse_database_url(variable: &str, value: &str) -> Result<Secret, ConfigError
 /// password comes from a secret by reference, possibly an RDS-managed JSON secret).
 fn with_password(url: &Secret, password: &str) -> Result<Secret, ConfigError> {
     const VAR: &str = "DATABASE_PASSWORD";
-    let mut parsed = Url::parse(url.expose())
-        .map_err(|_| ConfigError::new("DATABASE_URL", "not a URL (postgres://user@host:port/db)"))?;
+    let mut parsed = Url::parse(url.expose()).map_err(|_| {
+        ConfigError::new("DATABASE_URL", "not a URL (postgres://user@host:port/db)")
+    })?;
     if parsed.password().is_some() {
         return Err(ConfigError::new(
             VAR,
@@ -983,11 +984,17 @@ mod tests {
     fn database_password_is_spliced_into_the_url() {
         let c = cfg(&[
             ("DATABASE_URL", "postgres://app@db.internal:5432/syncplane"),
-            ("DATABASE_PASSWORD", r#"{"username":"app","password":"p@ss/word"}"#),
+            (
+                "DATABASE_PASSWORD",
+                r#"{"username":"app","password":"p@ss/word"}"#,
+            ),
         ])
         .unwrap();
         let url = c.tenants[0].database_url.expose().to_owned();
-        assert_eq!(url, "postgres://app:p%40ss%2Fword@db.internal:5432/syncplane");
+        assert_eq!(
+            url,
+            "postgres://app:p%40ss%2Fword@db.internal:5432/syncplane"
+        );
         let opts: sqlx::postgres::PgConnectOptions = url.parse().unwrap();
         assert_eq!(opts.get_username(), "app");
         let err = cfg(&[

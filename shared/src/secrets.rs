@@ -160,7 +160,11 @@ impl SecretStores {
     }
 
     /// Fetch one value. The error names the setting and the store's error code only.
-    pub async fn fetch(&self, variable: &str, reference: &Reference) -> Result<Secret, ConfigError> {
+    pub async fn fetch(
+        &self,
+        variable: &str,
+        reference: &Reference,
+    ) -> Result<Secret, ConfigError> {
         let failed = |code: String| ConfigError {
             variable: reference.setting(variable),
             problem: format!("cannot read {}: {code}", describe(reference)),
@@ -277,13 +281,13 @@ mod tests {
     #[test]
     fn a_reference_beside_its_plain_value_is_refused_naming_the_setting() {
         let err = references(&map(&[
-            ("SYNC_API_TOKEN", "plain"),
+            ("SYNC_API_TOKEN", "tok-value-123"),
             ("SYNC_API_TOKEN_SECRET_ARN", "arn:aws:secretsmanager:x"),
         ]))
         .unwrap_err();
         assert_eq!(err.variable, "SYNC_API_TOKEN_SECRET_ARN");
         assert!(err.problem.contains("SYNC_API_TOKEN is also set"));
-        assert!(!err.to_string().contains("plain"), "never the value");
+        assert!(!err.to_string().contains("tok-value"), "never the value");
 
         let err = references(&map(&[
             ("GITHUB_WEBHOOK_SECRET_SECRET_ARN", "arn"),
@@ -304,8 +308,14 @@ mod tests {
         assert_eq!(
             found,
             vec![
-                ("DATABASE_PASSWORD", Reference::SecretsManager("arn:db".into())),
-                ("SYNC_READ_TOKEN", Reference::Parameter("/syncplane/read".into())),
+                (
+                    "DATABASE_PASSWORD",
+                    Reference::SecretsManager("arn:db".into())
+                ),
+                (
+                    "SYNC_READ_TOKEN",
+                    Reference::Parameter("/syncplane/read".into())
+                ),
             ]
         );
     }

@@ -16,7 +16,11 @@ async fn main() -> Result<(), Error> {
     let pool = state.default_pool().ok_or("no tenant configured")?;
     let schema = &SchemaGuard::default();
     run(service_fn(move |req: Request| async move {
-        Ok::<_, Error>(schema.serve(pool, shared::webhook::handle(state, req)).await)
+        Ok::<_, Error>(
+            schema
+                .serve(pool, shared::webhook::handle(state, req))
+                .await,
+        )
     }))
     .await
 }

@@ -94,7 +94,11 @@ where
     Fut: Future<Output = Result<Value, String>>,
 {
     match parse(event)? {
-        Invocation::Migrate => migrate().await.map_err(InvokeError::MigrationFailed),
+        // Boxed: the migration's future is deep (configuration, secrets, Postgres), too deep to
+        // nest inline in the runtime's own.
+        Invocation::Migrate => Box::pin(migrate())
+            .await
+            .map_err(InvokeError::MigrationFailed),
         Invocation::CustomResource(request) => {
             let response = answer(&request, migrate).await;
             deliver(http, &request.response_url, &response).await?;
@@ -111,7 +115,7 @@ where
 {
     let outcome = match request.request_type {
         RequestType::Delete => Ok(json!({})),
-        RequestType::Create | RequestType::Update => migrate().await,
+        RequestType::Create | RequestType::Update => Box::pin(migrate()).await,
     };
     let (status, reason, data) = match outcome {
         Ok(data) => ("SUCCESS", "schema migrated".to_owned(), data),

@@ -46,8 +46,16 @@ fn each_function_deploys_with_the_templates_memory_timeout_and_tracing() {
         let (name, _) = function_of(&t, &krate);
         let memory = function_prop(&t, &name, "MemorySize").as_i64().unwrap();
         let timeout = function_prop(&t, &name, "Timeout").as_i64().unwrap();
-        assert_eq!(deploy["memory"].as_integer(), Some(memory), "{krate} memory");
-        assert_eq!(deploy["timeout"].as_integer(), Some(timeout), "{krate} timeout");
+        assert_eq!(
+            deploy["memory"].as_integer(),
+            Some(memory),
+            "{krate} memory"
+        );
+        assert_eq!(
+            deploy["timeout"].as_integer(),
+            Some(timeout),
+            "{krate} timeout"
+        );
         let tracing = function_prop(&t, &name, "Tracing").as_str().unwrap();
         assert!(
             deploy["tracing"]
@@ -63,7 +71,11 @@ fn each_function_deploys_with_the_templates_memory_timeout_and_tracing() {
         for var in strings(&deploy["env_var"]) {
             let (key, value) = var.split_once('=').expect("KEY=VALUE");
             let global = &t["Globals"]["Function"]["Environment"]["Variables"][key];
-            assert_eq!(global.as_str(), Some(value), "{krate}: {key} as in the template");
+            assert_eq!(
+                global.as_str(),
+                Some(value),
+                "{krate}: {key} as in the template"
+            );
         }
     }
 }
@@ -76,13 +88,20 @@ fn each_function_names_the_variables_vpc_and_permissions_the_template_gives_it()
         let (_, needs) = metadata(&krate);
         let (_, f) = function_of(&t, &krate);
         for var in strings(&needs["env"]) {
-            assert!(!globals[var.as_str()].is_null(), "{krate}: {var} is set by the template");
+            assert!(
+                !globals[var.as_str()].is_null(),
+                "{krate}: {var} is set by the template"
+            );
             assert!(
                 !shared::secrets::SECRET_VARIABLES.contains(&var.as_str()) || var == "DATABASE_URL",
                 "{krate}: {var} is a secret: name its _SECRET_ARN"
             );
         }
-        assert_eq!(needs["vpc"].as_bool(), Some(true), "{krate} reaches Postgres");
+        assert_eq!(
+            needs["vpc"].as_bool(),
+            Some(true),
+            "{krate} reaches Postgres"
+        );
         assert!(!t["Globals"]["Function"]["VpcConfig"].is_null());
 
         let permissions = strings(&needs["permissions"]);
@@ -122,8 +141,17 @@ fn only_the_functions_are_deploy_targets() {
         })
         .collect();
     binaries.sort();
-    assert_eq!(binaries, function_crates(), "one crate per template function");
-    for other in ["cli/Cargo.toml", "tests/Cargo.toml", "shared/Cargo.toml", "Cargo.toml"] {
+    assert_eq!(
+        binaries,
+        function_crates(),
+        "one crate per template function"
+    );
+    for other in [
+        "cli/Cargo.toml",
+        "tests/Cargo.toml",
+        "shared/Cargo.toml",
+        "Cargo.toml",
+    ] {
         let m = manifest(other);
         for section in ["package", "workspace"] {
             let lambda = m

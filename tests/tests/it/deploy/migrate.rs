@@ -109,7 +109,9 @@ async fn applied_count(db: &TestDb) -> i64 {
 /// the answer CloudFormation received.
 async fn cfn(db: &TestDb, kind: &str, physical: Option<&str>) -> (Value, Value) {
     let (url, answers) = response_url().await;
-    let out = invoke_with(db, request(kind, &url, physical)).await.unwrap();
+    let out = invoke_with(db, request(kind, &url, physical))
+        .await
+        .unwrap();
     (out, answers.only().1)
 }
 
@@ -118,9 +120,11 @@ async fn cfn_unconfigured(kind: &str) -> Value {
     let (url, answers) = response_url().await;
     let http = reqwest::Client::new();
     let broken: Result<Config, ConfigError> = shared::config::from_lookup(|_| None);
-    invoke::handle(request(kind, &url, Some(PHYSICAL_RESOURCE_ID)), &http, || {
-        migrate_summary(broken)
-    })
+    invoke::handle(
+        request(kind, &url, Some(PHYSICAL_RESOURCE_ID)),
+        &http,
+        || migrate_summary(broken),
+    )
     .await
     .unwrap();
     answers.only().1
@@ -134,11 +138,16 @@ fn embedded() -> i64 {
 async fn create_migrates_an_empty_database_and_answers_success_on_the_response_url() {
     let db = TestDb::empty().await;
     let (url, answers) = response_url().await;
-    let out = invoke_with(&db, request("Create", &url, None)).await.unwrap();
+    let out = invoke_with(&db, request("Create", &url, None))
+        .await
+        .unwrap();
     assert_eq!(out["Status"], "SUCCESS");
 
     let (content_type, answer) = answers.only();
-    assert_eq!(content_type, "", "the pre-signed URL is signed without a content type");
+    assert_eq!(
+        content_type, "",
+        "the pre-signed URL is signed without a content type"
+    );
     assert_eq!(answer["Status"], "SUCCESS");
     assert_eq!(answer["PhysicalResourceId"], PHYSICAL_RESOURCE_ID);
     assert_eq!(
@@ -148,7 +157,11 @@ async fn create_migrates_an_empty_database_and_answers_success_on_the_response_u
     assert_eq!(answer["RequestId"], "req-Create");
     assert_eq!(answer["LogicalResourceId"], "SchemaMigration");
     let version = shared::schema::check::build_version();
-    assert_eq!(answer["Data"]["version"], version.to_string(), "Data values are strings");
+    assert_eq!(
+        answer["Data"]["version"],
+        version.to_string(),
+        "Data values are strings"
+    );
 
     assert!(table_exists(&db, "repos").await && table_exists(&db, "agent_sessions").await);
     assert_eq!(applied_count(&db).await, embedded());
@@ -166,9 +179,12 @@ async fn update_is_idempotent_and_keeps_the_physical_id() {
         answer["PhysicalResourceId"], PHYSICAL_RESOURCE_ID,
         "a changed id would make CloudFormation replace (and delete) the resource"
     );
-    let tenants: Value =
-        serde_json::from_str(answer["Data"]["tenants"].as_str().unwrap()).unwrap();
-    assert_eq!(tenants["default"]["applied"], json!([]), "nothing left to apply");
+    let tenants: Value = serde_json::from_str(answer["Data"]["tenants"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        tenants["default"]["applied"],
+        json!([]),
+        "nothing left to apply"
+    );
     assert_eq!(applied_count(&db).await, embedded());
 }
 
@@ -179,7 +195,10 @@ async fn delete_always_succeeds_and_drops_nothing() {
     assert_eq!(out["Status"], "SUCCESS");
     assert_eq!(answer["Status"], "SUCCESS");
     assert_eq!(answer["PhysicalResourceId"], PHYSICAL_RESOURCE_ID);
-    assert!(table_exists(&db, "repos").await, "removing the stack keeps the data");
+    assert!(
+        table_exists(&db, "repos").await,
+        "removing the stack keeps the data"
+    );
 
     // Even with configuration it cannot use, Delete never blocks a stack's removal.
     assert_eq!(cfn_unconfigured("Delete").await["Status"], "SUCCESS");
@@ -198,9 +217,15 @@ async fn a_failing_migration_answers_failed_with_the_reason_and_fails_the_deploy
     assert_eq!(answer["Status"], "FAILED");
     let reason = answer["Reason"].as_str().unwrap();
     assert!(reason.contains("migration failed"), "{reason}");
-    assert!(reason.contains("repos"), "the database's own reason: {reason}");
+    assert!(
+        reason.contains("repos"),
+        "the database's own reason: {reason}"
+    );
     assert!(!reason.contains('\n'), "one line");
-    assert!(!reason.contains("postgres://"), "never the connection string");
+    assert!(
+        !reason.contains("postgres://"),
+        "never the connection string"
+    );
     assert_eq!(answer["PhysicalResourceId"], PHYSICAL_RESOURCE_ID);
 }
 
@@ -208,18 +233,35 @@ async fn a_failing_migration_answers_failed_with_the_reason_and_fails_the_deploy
 async fn an_unusable_configuration_is_reported_to_cloudformation_too() {
     let answer = cfn_unconfigured("Update").await;
     assert_eq!(answer["Status"], "FAILED");
-    assert!(answer["Reason"].as_str().unwrap().starts_with("DATABASE_URL"));
+    assert!(
+        answer["Reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("DATABASE_URL")
+    );
 }
 
 #[tokio::test]
 async fn by_hand_the_plain_migrate_payload_migrates_and_unknown_payloads_are_refused() {
     let db = TestDb::empty().await;
-    let out = invoke_with(&db, json!({"action": "migrate"})).await.unwrap();
-    assert_eq!(out["tenants"]["default"]["applied"].as_array().unwrap().len() as i64, embedded());
-    let again = invoke_with(&db, json!({"action": "migrate"})).await.unwrap();
+    let out = invoke_with(&db, json!({"action": "migrate"}))
+        .await
+        .unwrap();
+    assert_eq!(
+        out["tenants"]["default"]["applied"]
+            .as_array()
+            .unwrap()
+            .len() as i64,
+        embedded()
+    );
+    let again = invoke_with(&db, json!({"action": "migrate"}))
+        .await
+        .unwrap();
     assert_eq!(again["tenants"]["default"]["applied"], json!([]));
 
-    let err = invoke_with(&db, json!({"action": "drop"})).await.unwrap_err();
+    let err = invoke_with(&db, json!({"action": "drop"}))
+        .await
+        .unwrap_err();
     assert!(matches!(err, InvokeError::UnknownEvent), "{err}");
 }
 
@@ -262,7 +304,10 @@ async fn a_function_on_a_schema_behind_its_build_answers_503_schema_behind() {
         .await
         .unwrap();
     let r = reply(guard.serve(&db.pool, async { ok() }).await);
-    assert_eq!(r.status, 200, "a current schema is checked once per environment");
+    assert_eq!(
+        r.status, 200,
+        "a current schema is checked once per environment"
+    );
 }
 
 #[tokio::test]

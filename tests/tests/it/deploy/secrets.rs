@@ -49,7 +49,7 @@ async fn parameter(value: &str) -> String {
     name
 }
 
-fn env(pairs: &[(&str, String)]) -> impl Fn(&str) -> Option<String> + Clone {
+fn env(pairs: &[(&str, String)]) -> impl Fn(&str) -> Option<String> + Clone + use<> {
     let map: BTreeMap<String, String> = pairs
         .iter()
         .map(|(k, v)| ((*k).to_owned(), v.clone()))
@@ -67,7 +67,10 @@ const PEM: &str = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\
 async fn references_resolve_to_the_values_the_plain_variables_would_hold() {
     let webhook = parameter("new-secret,old-secret").await;
     let lookup = env(&[
-        ("DATABASE_URL", "postgres://app@db.internal:5432/syncplane".into()),
+        (
+            "DATABASE_URL",
+            "postgres://app@db.internal:5432/syncplane".into(),
+        ),
         (
             "DATABASE_PASSWORD_SECRET_ARN",
             secret(r#"{"username":"app","password":"s3cr:t/pw"}"#).await,
@@ -77,7 +80,10 @@ async fn references_resolve_to_the_values_the_plain_variables_would_hold() {
         ("GITHUB_APP_PRIVATE_KEY_SECRET_ARN", secret(PEM).await),
         ("GITHUB_WEBHOOK_SECRET_PARAMETER", webhook),
         ("SYNC_API_TOKEN_SECRET_ARN", secret("api-token-value").await),
-        ("SYNC_READ_TOKEN_PARAMETER", parameter("read-token-value").await),
+        (
+            "SYNC_READ_TOKEN_PARAMETER",
+            parameter("read-token-value").await,
+        ),
     ]);
     let resolved = resolved(&lookup).await;
     assert_eq!(
@@ -95,7 +101,11 @@ async fn references_resolve_to_the_values_the_plain_variables_would_hold() {
         Some("api-token-value")
     );
     let secrets: Vec<&str> = tenant.webhook_secrets.iter().map(|s| s.expose()).collect();
-    assert_eq!(secrets, ["new-secret", "old-secret"], "a rotation pair, as plain");
+    assert_eq!(
+        secrets,
+        ["new-secret", "old-secret"],
+        "a rotation pair, as plain"
+    );
     let github = tenant.github.as_ref().unwrap();
     assert_eq!(github.private_key_pem.expose(), PEM);
     let url: sqlx::postgres::PgConnectOptions = tenant.database_url.expose().parse().unwrap();
@@ -115,17 +125,16 @@ async fn a_missing_secret_is_an_error_naming_the_setting() {
             "arn:aws:secretsmanager:us-east-1:123456789012:secret:nope-AbCdEf".into(),
         ),
     ]);
-    let err = resolve(&lookup, || async { emulator() })
-        .await
-        .unwrap_err();
+    let err = resolve(&lookup, || async { emulator() }).await.unwrap_err();
     assert_eq!(err.variable, "SYNC_API_TOKEN_SECRET_ARN");
     assert!(err.problem.contains("ResourceNotFoundException"), "{err}");
     assert!(!err.to_string().contains('\n'), "one line");
 
-    let lookup = env(&[("GITHUB_WEBHOOK_SECRET_PARAMETER", "/syncplane/absent".into())]);
-    let err = resolve(&lookup, || async { emulator() })
-        .await
-        .unwrap_err();
+    let lookup = env(&[(
+        "GITHUB_WEBHOOK_SECRET_PARAMETER",
+        "/syncplane/absent".into(),
+    )]);
+    let err = resolve(&lookup, || async { emulator() }).await.unwrap_err();
     assert_eq!(err.variable, "GITHUB_WEBHOOK_SECRET_PARAMETER");
     assert!(err.problem.contains("ParameterNotFound"), "{err}");
 }

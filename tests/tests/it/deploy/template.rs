@@ -309,7 +309,10 @@ fn iam_grants_read_on_exactly_the_referenced_secrets() {
         .filter(|r| r != "AWS::NoValue")
         .collect();
     granted.sort();
-    assert_eq!(granted, referenced, "read on exactly those secrets, no wildcard");
+    assert_eq!(
+        granted, referenced,
+        "read on exactly those secrets, no wildcard"
+    );
     // kms:Decrypt only for a customer managed key, given as a parameter.
     let text = serde_yaml_ng::to_string(&statements[1]).unwrap();
     assert!(text.contains("kms:Decrypt") && text.contains("SecretsKmsKeyArn"));
@@ -354,10 +357,11 @@ fn every_function_draws_its_connections_from_one_budget() {
         .map(|(_, f)| reserved(&t, f) * POOL)
         .sum();
     // The arithmetic the parameters' descriptions and the README state.
-    let stated = 5 * (default_of(&t, "WorkerReservedConcurrency")
-        + 3 * default_of(&t, "HttpReservedConcurrency")
-        + 1
-        + 1);
+    let stated = 5
+        * (default_of(&t, "WorkerReservedConcurrency")
+            + 3 * default_of(&t, "HttpReservedConcurrency")
+            + 1
+            + 1);
     assert_eq!(total, stated);
     assert_eq!(total, 170);
     let description = t["Parameters"]["WorkerReservedConcurrency"]["Description"]
@@ -391,8 +395,10 @@ fn alarms_watch_the_dead_letter_queue_and_each_functions_errors_and_throttles() 
     for (name, _) in functions(&t) {
         for metric in ["Errors", "Throttles"] {
             assert!(
-                alarms.iter().any(|a| a["Properties"]["MetricName"] == metric
-                    && refs(&dimension(a)) == vec![name.clone()]),
+                alarms
+                    .iter()
+                    .any(|a| a["Properties"]["MetricName"] == metric
+                        && refs(&dimension(a)) == vec![name.clone()]),
                 "{name} has a {metric} alarm"
             );
         }
