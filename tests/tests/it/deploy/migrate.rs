@@ -277,7 +277,7 @@ async fn concurrent_migrations_are_serialized_by_the_advisory_lock() {
     applied.sort();
     assert_eq!(
         applied,
-        vec![0, 0, 0, embedded() as usize],
+        [0, 0, 0, embedded() as usize],
         "one run applied everything, the others found it done"
     );
 }

@@ -398,7 +398,7 @@ fn alarms_watch_the_dead_letter_queue_and_each_functions_errors_and_throttles() 
                 alarms
                     .iter()
                     .any(|a| a["Properties"]["MetricName"] == metric
-                        && refs(&dimension(a)) == vec![name.clone()]),
+                        && refs(&dimension(a)) == [name.clone()]),
                 "{name} has a {metric} alarm"
             );
         }
@@ -408,7 +408,7 @@ fn alarms_watch_the_dead_letter_queue_and_each_functions_errors_and_throttles() 
         let actions = &a["Properties"]["AlarmActions"];
         let branches = intrinsic(actions, "If").expect("actions only with a topic");
         assert_eq!(branches[0], "HasAlarmTopic");
-        assert_eq!(refs(&branches[1]), vec!["AlarmTopicArn".to_owned()]);
+        assert_eq!(refs(&branches[1]), ["AlarmTopicArn"]);
     }
 }
 
