@@ -31,7 +31,8 @@ if ! psql "$PGURL" -qtAc 'select 1' >/dev/null 2>&1; then
 fi
 echo "PostgreSQL ready"
 
-# The SQS emulator (moto) on loopback, for the SQS adapter and worker tests.
+# The AWS emulator (moto) on loopback: SQS for the adapter and worker tests, Secrets Manager
+# and SSM for the secrets-by-reference tests.
 SQS_PORT=4566
 sqs_up() { curl -s -o /dev/null --max-time 2 "http://127.0.0.1:${SQS_PORT}/" 2>/dev/null; }
 if ! command -v moto_server >/dev/null 2>&1 || ! moto_server --help >/dev/null 2>&1; then

@@ -48,6 +48,13 @@ impl AppState {
     }
 }
 
+impl AppState {
+    /// The default tenant's pool (the database the schema check looks at).
+    pub fn default_pool(&self) -> Option<&sqlx::PgPool> {
+        self.tenants.pool(self.default_tenant.as_str())
+    }
+}
+
 /// A deployed function cannot work after it has answered, so it must queue jobs (DESIGN.md
 /// "Jobs adapter"). `cargo lambda watch` also sets `AWS_LAMBDA_FUNCTION_NAME`, so this only logs:
 /// an error when `AWS_EXECUTION_ENV` (set by the Lambda service itself) is present, else a warning.

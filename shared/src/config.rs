@@ -505,6 +505,19 @@ pub fn from_env() -> Result<Config, ConfigError> {
     from_lookup(|name| std::env::var(name).ok())
 }
 
+/// Read the configuration from the process environment, with secrets given by reference
+/// (`<NAME>_SECRET_ARN`, `<NAME>_PARAMETER`: `crate::secrets`) fetched at the first call (cold
+/// start) and kept for the life of the execution environment.
+pub async fn from_env_resolved() -> Result<Config, ConfigError> {
+    static RESOLVED: tokio::sync::OnceCell<crate::secrets::Resolved> =
+        tokio::sync::OnceCell::const_new();
+    let env = |name: &str| std::env::var(name).ok();
+    let resolved = RESOLVED
+        .get_or_try_init(|| crate::secrets::resolve(&env, crate::secrets::SecretStores::from_env))
+        .await?;
+    from_lookup(resolved.overlay(env))
+}
+
 /// Read the configuration through `lookup` (the environment, or a map in tests).
 pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, ConfigError> {
     let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
@@ -585,6 +598,26 @@ fn parse_database_url(variable: &str, value: &str) -> Result<Secret, ConfigError
     Ok(Secret::new(value))
 }
 
+/// `DATABASE_URL` with `DATABASE_PASSWORD` as its password (deployed: the URL is not secret, the
+/// password comes from a secret by reference, possibly an RDS-managed JSON secret).
+fn with_password(url: &Secret, password: &str) -> Result<Secret, ConfigError> {
+    const VAR: &str = "DATABASE_PASSWORD";
+    let mut parsed = Url::parse(url.expose()).map_err(|_| {
+        ConfigError::new("DATABASE_URL", "not a URL (postgres://user@host:port/db)")
+    })?;
+    if parsed.password().is_some() {
+        return Err(ConfigError::new(
+            VAR,
+            "DATABASE_URL already carries a password: remove it from the URL or unset DATABASE_PASSWORD",
+        ));
+    }
+    let password = crate::secrets::database_password(password);
+    parsed
+        .set_password(Some(&password))
+        .map_err(|_| ConfigError::new(VAR, "DATABASE_URL has no user to attach a password to"))?;
+    Ok(Secret::new(String::from(parsed)))
+}
+
 fn parse_api_url(variable: &str, value: &str) -> Result<Url, ConfigError> {
     let url =
         Url::parse(value).map_err(|e| ConfigError::new(variable, format!("not a URL: {e}")))?;
@@ -644,6 +677,10 @@ fn tenant_from_env(get: &impl Fn(&str) -> Option<String>) -> Result<TenantConfig
         ConfigError::new("DATABASE_URL", "required (postgres://user@host:port/db)")
     })?;
     let database_url = parse_database_url("DATABASE_URL", &database_url)?;
+    let database_url = match get("DATABASE_PASSWORD") {
+        None => database_url,
+        Some(password) => with_password(&database_url, &password)?,
+    };
 
     let app_id = get("GITHUB_APP_ID");
     let installation = get("GITHUB_INSTALLATION_ID");
@@ -1049,6 +1086,32 @@ mod tests {
         assert_eq!(err.variable, "INGEST_RATE_LIMIT_PER_MINUTE");
         let err = cfg(&[("DATABASE_URL", "mysql://x")]).unwrap_err();
         assert_eq!(err.variable, "DATABASE_URL");
+    }
+
+    #[test]
+    fn database_password_is_spliced_into_the_url() {
+        let c = cfg(&[
+            ("DATABASE_URL", "postgres://app@db.internal:5432/syncplane"),
+            (
+                "DATABASE_PASSWORD",
+                r#"{"username":"app","password":"p@ss/word"}"#,
+            ),
+        ])
+        .unwrap();
+        let url = c.tenants[0].database_url.expose().to_owned();
+        assert_eq!(
+            url,
+            "postgres://app:p%40ss%2Fword@db.internal:5432/syncplane"
+        );
+        let opts: sqlx::postgres::PgConnectOptions = url.parse().unwrap();
+        assert_eq!(opts.get_username(), "app");
+        let err = cfg(&[
+            ("DATABASE_URL", "postgres://app:old@db/x"),
+            ("DATABASE_PASSWORD", "new"),
+        ])
+        .unwrap_err();
+        assert_eq!(err.variable, "DATABASE_PASSWORD");
+        assert!(!err.to_string().contains("new") && !err.to_string().contains("old"));
     }
 
     #[test]

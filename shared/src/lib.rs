@@ -10,6 +10,8 @@ pub mod github;
 pub mod ingest;
 pub mod jobs;
 pub mod scheduler;
+pub mod schema;
+pub mod secrets;
 pub mod status;
 pub mod sync;
 pub mod telemetry;

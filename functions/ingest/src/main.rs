@@ -1,14 +1,16 @@
 //! Thin Lambda entry point for `POST /api/agent-sessions/sync` and `GET /api/agent-sessions/hello`:
-//! logging, configuration, a lazily connected pool kept across invocations, then
+//! logging, configuration, a lazily connected pool kept across invocations, the schema check
+//! (503 `schema_behind`), then
 //! `shared::ingest::handle`.
 
 use lambda_http::{Error, Request, run, service_fn};
 use shared::ingest::{IngestState, handle};
+use shared::schema::SchemaGuard;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
-    let config = shared::config::from_env()?;
+    let config = shared::config::from_env_resolved().await?;
     // Ingest serves the FIRST configured tenant's database: device tokens carry no tenant, so a
     // multi-tenant deployment runs one ingest function per tenant database.
     let tenant = config
@@ -21,8 +23,9 @@ async fn main() -> Result<(), Error> {
         rate_limit_per_minute: config.ingest_rate_limit_per_minute,
     };
     let state = &state;
+    let schema = &SchemaGuard::default();
     run(service_fn(move |req: Request| async move {
-        Ok::<_, Error>(handle(state, req).await)
+        Ok::<_, Error>(schema.serve(&state.pool, handle(state, req)).await)
     }))
     .await
 }

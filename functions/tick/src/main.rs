@@ -9,10 +9,10 @@ use shared::scheduler::tick::{TickFunction, TickReport};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
-    let tick = &TickFunction::new(&shared::config::from_env()?).await;
+    let tick = &TickFunction::new(&shared::config::from_env_resolved().await?).await;
     run(service_fn(
         move |_event: LambdaEvent<EventBridgeEvent>| async move {
-            let config = shared::config::from_env()?;
+            let config = shared::config::from_env_resolved().await?;
             Ok::<TickReport, Error>(tick.invoke(&config, chrono::Utc::now()).await?)
         },
     ))

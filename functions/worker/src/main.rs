@@ -13,7 +13,7 @@ use shared::sync::workspace::RunOptions;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
-    let config = shared::config::from_env()?;
+    let config = shared::config::from_env_resolved().await?;
     let tenants = Arc::new(Tenants::from_config(
         &config,
         shared::db::DEFAULT_POOL_SIZE,

@@ -1,7 +1,11 @@
-//! Deployment: the SAM template's guarantees that cfn-lint cannot check, and the sample events
-//! of `events/` run through their handlers.
+//! Deployment: the SAM template's guarantees that cfn-lint cannot check, the `cargo lambda deploy`
+//! metadata, migrations from inside the VPC, secrets by reference, and the sample events of
+//! `events/` run through their handlers.
 
+mod cargo_lambda;
 mod events;
+mod migrate;
+mod secrets;
 mod template;
 
 use std::path::PathBuf;

@@ -6,14 +6,14 @@ use serde_yaml_ng::Value;
 
 use super::repo_file;
 
-fn template() -> Value {
+pub(super) fn template() -> Value {
     let text = std::fs::read_to_string(repo_file("template.yaml")).unwrap();
     // CloudFormation short forms (!Ref, !GetAtt, !Sub) parse as tagged values.
     serde_yaml_ng::from_str(&text).unwrap()
 }
 
 /// The value of a tagged (`!Ref X`) or long-form (`{"Ref": X}`) intrinsic.
-fn intrinsic<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
+pub(super) fn intrinsic<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
     match v {
         Value::Tagged(t) if t.tag == name => Some(&t.value),
         Value::Mapping(m) if m.len() == 1 => m.get(format!("Fn::{name}")).or(m.get(name)),
@@ -21,12 +21,12 @@ fn intrinsic<'a>(v: &'a Value, name: &str) -> Option<&'a Value> {
     }
 }
 
-fn resource<'a>(t: &'a Value, name: &str) -> &'a Value {
+pub(super) fn resource<'a>(t: &'a Value, name: &str) -> &'a Value {
     &t["Resources"][name]
 }
 
 /// A function's property, falling back to `Globals.Function`.
-fn function_prop<'a>(t: &'a Value, function: &str, prop: &str) -> &'a Value {
+pub(super) fn function_prop<'a>(t: &'a Value, function: &str, prop: &str) -> &'a Value {
     let own = &resource(t, function)["Properties"][prop];
     if own.is_null() {
         &t["Globals"]["Function"][prop]
@@ -35,7 +35,7 @@ fn function_prop<'a>(t: &'a Value, function: &str, prop: &str) -> &'a Value {
     }
 }
 
-fn functions(t: &Value) -> Vec<(String, &Value)> {
+pub(super) fn functions(t: &Value) -> Vec<(String, &Value)> {
     t["Resources"]
         .as_mapping()
         .unwrap()
@@ -46,7 +46,7 @@ fn functions(t: &Value) -> Vec<(String, &Value)> {
 }
 
 /// The function built from binary `bin`.
-fn function_of<'a>(t: &'a Value, bin: &str) -> (String, &'a Value) {
+pub(super) fn function_of<'a>(t: &'a Value, bin: &str) -> (String, &'a Value) {
     functions(t)
         .into_iter()
         .find(|(_, r)| r["Metadata"]["BuildProperties"]["Binary"] == bin)
@@ -132,7 +132,10 @@ fn each_function_is_a_cargo_lambda_arm64_binary_of_the_workspace() {
         .map(|(_, r)| r["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap())
         .collect();
     bins.sort();
-    assert_eq!(bins, ["ingest", "sync-api", "tick", "webhook", "worker"]);
+    assert_eq!(
+        bins,
+        ["ingest", "migrate", "sync-api", "tick", "webhook", "worker"]
+    );
     for (name, r) in &fns {
         assert_eq!(r["Metadata"]["BuildMethod"], "rust-cargolambda", "{name}");
         let bin = r["Metadata"]["BuildProperties"]["Binary"].as_str().unwrap();
@@ -249,26 +252,216 @@ fn deployed_functions_queue_jobs_and_keep_secrets_out_of_the_console() {
         .and_then(Value::as_str)
         .unwrap();
     assert_eq!(resource(&t, queue)["Type"], "AWS::SQS::Queue");
+    assert_eq!(
+        t["Parameters"]["DatabaseUrl"]["NoEcho"], true,
+        "the URL stays out of the console too"
+    );
+    // Secrets come by reference (resolved at cold start), never as plain values.
     for var in [
-        "DATABASE_URL",
+        "DATABASE_PASSWORD",
         "GITHUB_APP_PRIVATE_KEY",
         "GITHUB_WEBHOOK_SECRET",
         "SYNC_API_TOKEN",
     ] {
-        let v = &env[var];
-        let secret = match intrinsic(v, "Ref").and_then(Value::as_str) {
-            Some(param) => t["Parameters"][param]["NoEcho"] == true,
-            // A Secrets Manager dynamic reference.
-            None => v
-                .as_str()
-                .is_some_and(|s| s.starts_with("{{resolve:secretsmanager:")),
-        };
+        assert!(env[var].is_null(), "{var} must not be a plain variable");
+        let param = intrinsic(&env[format!("{var}_SECRET_ARN").as_str()], "Ref")
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{var}_SECRET_ARN is a parameter"));
         assert!(
-            secret,
-            "{var} must be a NoEcho parameter or a secret reference"
+            t["Parameters"][param]["AllowedPattern"]
+                .as_str()
+                .unwrap()
+                .contains("secretsmanager"),
+            "{param} takes a Secrets Manager ARN"
         );
     }
     let vpc = &t["Globals"]["Function"]["VpcConfig"];
     assert!(intrinsic(&vpc["SubnetIds"], "Ref").is_some());
     assert!(intrinsic(&vpc["SecurityGroupIds"], "Ref").is_some());
+}
+
+/// The `Ref` targets in `v`, wherever they sit (lists, `!If` branches).
+fn refs(v: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(name) = intrinsic(v, "Ref").and_then(Value::as_str) {
+        out.push(name.to_owned());
+    }
+    match v {
+        Value::Sequence(items) => items.iter().for_each(|i| out.extend(refs(i))),
+        Value::Tagged(t) => out.extend(refs(&t.value)),
+        Value::Mapping(m) => m.values().for_each(|i| out.extend(refs(i))),
+        _ => {}
+    }
+    out
+}
+
+#[test]
+fn iam_grants_read_on_exactly_the_referenced_secrets() {
+    let t = template();
+    let env = &t["Globals"]["Function"]["Environment"]["Variables"];
+    let mut referenced: Vec<String> = env
+        .as_mapping()
+        .unwrap()
+        .iter()
+        .filter(|(k, _)| k.as_str().unwrap().ends_with("_SECRET_ARN"))
+        .flat_map(|(_, v)| refs(v))
+        .filter(|r| r != "AWS::NoValue")
+        .collect();
+    referenced.sort();
+    let policy = resource(&t, "SecretsReadPolicy");
+    assert_eq!(policy["Type"], "AWS::IAM::ManagedPolicy");
+    let statements = policy["Properties"]["PolicyDocument"]["Statement"]
+        .as_sequence()
+        .unwrap();
+    let read = &statements[0];
+    assert_eq!(read["Action"], "secretsmanager:GetSecretValue");
+    let mut granted: Vec<String> = refs(&read["Resource"])
+        .into_iter()
+        .filter(|r| r != "AWS::NoValue")
+        .collect();
+    granted.sort();
+    assert_eq!(
+        granted, referenced,
+        "read on exactly those secrets, no wildcard"
+    );
+    // kms:Decrypt only for a customer managed key, given as a parameter.
+    let text = serde_yaml_ng::to_string(&statements[1]).unwrap();
+    assert!(text.contains("kms:Decrypt") && text.contains("SecretsKmsKeyArn"));
+    for (name, f) in functions(&t) {
+        let policies = refs(&f["Properties"]["Policies"]);
+        assert!(
+            policies.contains(&"SecretsReadPolicy".to_owned()),
+            "{name} reads its secrets at cold start"
+        );
+    }
+}
+
+const POOL: u64 = 5;
+
+fn default_of(t: &Value, param: &str) -> u64 {
+    t["Parameters"][param]["Default"].as_u64().unwrap()
+}
+
+/// A function's reserved concurrency: a number, or the default of the parameter it names.
+fn reserved(t: &Value, f: &Value) -> u64 {
+    let v = &f["Properties"]["ReservedConcurrentExecutions"];
+    match intrinsic(v, "Ref").and_then(Value::as_str) {
+        Some(param) => default_of(t, param),
+        None => v.as_u64().expect("every function has reserved concurrency"),
+    }
+}
+
+#[test]
+fn every_function_draws_its_connections_from_one_budget() {
+    let t = template();
+    assert_eq!(shared::db::DEFAULT_POOL_SIZE as u64, POOL);
+    for bin in ["webhook", "sync-api", "ingest"] {
+        let (_, f) = function_of(&t, bin);
+        assert_eq!(
+            intrinsic(&f["Properties"]["ReservedConcurrentExecutions"], "Ref"),
+            Some(&Value::from("HttpReservedConcurrency")),
+            "{bin}"
+        );
+    }
+    let total: u64 = functions(&t)
+        .iter()
+        .map(|(_, f)| reserved(&t, f) * POOL)
+        .sum();
+    // The arithmetic the parameters' descriptions and the README state.
+    let stated = 5
+        * (default_of(&t, "WorkerReservedConcurrency")
+            + 3 * default_of(&t, "HttpReservedConcurrency")
+            + 1
+            + 1);
+    assert_eq!(total, stated);
+    assert_eq!(total, 170);
+    let description = t["Parameters"]["WorkerReservedConcurrency"]["Description"]
+        .as_str()
+        .unwrap();
+    assert!(description.contains("= 170 connections"), "{description}");
+}
+
+#[test]
+fn alarms_watch_the_dead_letter_queue_and_each_functions_errors_and_throttles() {
+    let t = template();
+    let alarms: Vec<&Value> = t["Resources"]
+        .as_mapping()
+        .unwrap()
+        .values()
+        .filter(|r| r["Type"] == "AWS::CloudWatch::Alarm")
+        .collect();
+    let dimension = |a: &Value| a["Properties"]["Dimensions"][0]["Value"].clone();
+    let dlq = alarms
+        .iter()
+        .find(|a| a["Properties"]["Namespace"] == "AWS/SQS")
+        .expect("a DLQ alarm");
+    assert_eq!(
+        dlq["Properties"]["MetricName"],
+        "ApproximateNumberOfMessagesVisible"
+    );
+    assert_eq!(
+        intrinsic(&dimension(dlq), "GetAtt").and_then(Value::as_str),
+        Some("JobsDeadLetterQueue.QueueName")
+    );
+    for (name, _) in functions(&t) {
+        for metric in ["Errors", "Throttles"] {
+            assert!(
+                alarms
+                    .iter()
+                    .any(|a| a["Properties"]["MetricName"] == metric
+                        && refs(&dimension(a)) == [name.clone()]),
+                "{name} has a {metric} alarm"
+            );
+        }
+    }
+    assert_eq!(t["Parameters"]["AlarmTopicArn"]["Default"], "");
+    for a in &alarms {
+        let actions = &a["Properties"]["AlarmActions"];
+        let branches = intrinsic(actions, "If").expect("actions only with a topic");
+        assert_eq!(branches[0], "HasAlarmTopic");
+        assert_eq!(refs(&branches[1]), ["AlarmTopicArn"]);
+    }
+}
+
+#[test]
+fn each_function_logs_to_its_own_group_with_retention() {
+    let t = template();
+    for (name, f) in functions(&t) {
+        let group = intrinsic(&f["Properties"]["LoggingConfig"]["LogGroup"], "Ref")
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{name} names its log group"));
+        let g = resource(&t, group);
+        assert_eq!(g["Type"], "AWS::Logs::LogGroup");
+        assert_eq!(
+            intrinsic(&g["Properties"]["RetentionInDays"], "Ref"),
+            Some(&Value::from("LogRetentionDays"))
+        );
+    }
+}
+
+#[test]
+fn every_deploy_runs_the_migrations_before_new_code_serves() {
+    let t = template();
+    let (migrate, m) = function_of(&t, "migrate");
+    assert!(
+        m["Properties"]["AutoPublishAlias"].is_string(),
+        "a new version for every build, so the custom resource changes"
+    );
+    let custom = resource(&t, "SchemaMigration");
+    assert_eq!(custom["Type"], "Custom::SchemaMigration");
+    let props = &custom["Properties"];
+    assert_eq!(
+        intrinsic(&props["ServiceToken"], "GetAtt").and_then(Value::as_str),
+        Some(format!("{migrate}.Arn").as_str()),
+        "the token itself must never change (CloudFormation refuses that)"
+    );
+    assert_eq!(
+        intrinsic(&props["MigrateFunctionVersion"], "Ref").and_then(Value::as_str),
+        Some(format!("{migrate}.Version").as_str())
+    );
+    for (name, f) in functions(&t) {
+        if name != migrate {
+            assert_eq!(f["DependsOn"], "SchemaMigration", "{name}");
+        }
+    }
 }

@@ -1,0 +1,144 @@
+//! Is the database's schema behind this build? (issue 13: "Functions that find the schema behind
+//! their build say so in one clear log line and a 503 with a code, not a 500".)
+//!
+//! Checked at an HTTP function's first request against the migrations embedded in the binary:
+//! one query over `_sqlx_migrations`. A current schema is remembered for the life of the
+//! execution environment; a schema found behind is re-checked at most every `recheck` (the
+//! migration may land a moment later), and logged once.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use http::StatusCode;
+use lambda_http::{Body, Response};
+use sqlx::PgPool;
+
+use super::apply::applied_versions;
+use crate::api::http::respond;
+use crate::db::MIGRATOR;
+use crate::envelope;
+
+/// How often a schema found behind is looked at again.
+pub const DEFAULT_RECHECK: Duration = Duration::from_secs(5);
+
+/// The answer while the schema is behind: the one error of this check.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the database schema is behind this deployment; migrations have not run yet")]
+pub struct SchemaBehind {
+    /// Newest version the database has (0: none).
+    pub database: i64,
+    /// Newest version this build embeds.
+    pub build: i64,
+}
+
+impl SchemaBehind {
+    pub fn status(&self) -> StatusCode {
+        StatusCode::SERVICE_UNAVAILABLE
+    }
+    pub fn code(&self) -> &'static str {
+        "schema_behind"
+    }
+    /// The enveloped 503 (`Retry-After`: a deploy's migration usually lands within seconds).
+    pub fn response(&self) -> Response<Body> {
+        respond(
+            self.status(),
+            &envelope::failure(&self.to_string(), Some(self.code())),
+            &[("retry-after", "30")],
+        )
+    }
+}
+
+/// The newest migration version embedded in this build.
+pub fn build_version() -> i64 {
+    MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
+}
+
+/// Compare the database with the embedded migrations. `Ok(None)`: current (or ahead: a newer
+/// deployment migrated first; migrations are additive). A database error is returned as is:
+/// the handler then meets it and answers as it always does.
+pub async fn behind(pool: &PgPool) -> Result<Option<SchemaBehind>, sqlx::Error> {
+    let mut conn = pool.acquire().await?;
+    let applied = applied_versions(&mut conn).await?;
+    let missing = MIGRATOR.iter().any(|m| !applied.contains(&m.version));
+    Ok(missing.then(|| SchemaBehind {
+        database: applied.last().copied().unwrap_or(0),
+        build: build_version(),
+    }))
+}
+
+/// One per execution environment (and per database it guards).
+pub struct SchemaGuard {
+    current: AtomicBool,
+    logged: AtomicBool,
+    last_behind: Mutex<Option<(Instant, SchemaBehind)>>,
+    recheck: Duration,
+}
+
+impl Default for SchemaGuard {
+    fn default() -> Self {
+        Self::with_recheck(DEFAULT_RECHECK)
+    }
+}
+
+impl SchemaGuard {
+    pub fn with_recheck(recheck: Duration) -> Self {
+        Self {
+            current: AtomicBool::new(false),
+            logged: AtomicBool::new(false),
+            last_behind: Mutex::new(None),
+            recheck,
+        }
+    }
+
+    /// `Err` while the schema is behind the build; cheap once it has been found current.
+    pub async fn check(&self, pool: &PgPool) -> Result<(), SchemaBehind> {
+        if self.current.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        if let Some(recent) = self.recent_behind() {
+            return Err(recent);
+        }
+        match behind(pool).await {
+            Ok(None) => {
+                self.current.store(true, Ordering::Relaxed);
+                Ok(())
+            }
+            Ok(Some(b)) => {
+                if !self.logged.swap(true, Ordering::Relaxed) {
+                    tracing::error!(
+                        database_version = b.database,
+                        build_version = b.build,
+                        "database schema is behind this build: run the migrate function \
+                         (sam deploy runs it; by hand: aws lambda invoke with {{\"action\":\"migrate\"}}) \
+                         or `syncplane migrate`; answering 503 schema_behind until then"
+                    );
+                }
+                if let Ok(mut last) = self.last_behind.lock() {
+                    *last = Some((Instant::now(), b.clone()));
+                }
+                Err(b)
+            }
+            // Unknown: let the request through; its handler reports the database failure.
+            Err(_) => Ok(()),
+        }
+    }
+
+    fn recent_behind(&self) -> Option<SchemaBehind> {
+        let last = self.last_behind.lock().ok()?;
+        let (at, b) = last.as_ref()?;
+        (at.elapsed() < self.recheck).then(|| b.clone())
+    }
+
+    /// Serve `handler` unless the schema is behind, in which case answer 503 `schema_behind`.
+    pub async fn serve(
+        &self,
+        pool: &PgPool,
+        handler: impl Future<Output = Response<Body>>,
+    ) -> Response<Body> {
+        match self.check(pool).await {
+            Ok(()) => handler.await,
+            Err(b) => b.response(),
+        }
+    }
+}

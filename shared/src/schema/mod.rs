@@ -1,0 +1,12 @@
+//! The database schema in a deployment (issue 13, "Migrations reach a private database"): applying
+//! the embedded migrations under one advisory lock (`apply`), the check every HTTP function makes
+//! before serving (`check`: a schema behind the build answers 503 `schema_behind`, not 500), and
+//! the migrate function's two ways in: a CloudFormation custom resource on every `sam deploy`, or
+//! `{"action": "migrate"}` by hand (`invoke`).
+
+pub mod apply;
+pub mod check;
+pub mod invoke;
+
+pub use apply::{Migrated, migrate_locked, migrate_summary, migrate_tenants};
+pub use check::{SchemaBehind, SchemaGuard};
