@@ -14,7 +14,7 @@
 
 use std::time::{Duration, Instant};
 
-use shared::config::{GithubAppConfig, Secret, SyncConfig, TenantId};
+use shared::config::{SyncConfig, TenantId};
 use shared::github::{ClientOptions, GithubClient};
 use shared::sync::full::sync_all;
 use shared::sync::runs::Trigger;
@@ -25,14 +25,8 @@ use syncplane_tests::fake_github::{Change, Endpoint, FakeGithub};
 use syncplane_tests::rows::{changed, row_versions};
 
 fn client(gh: &FakeGithub, installation: u64) -> GithubClient {
-    let config = GithubAppConfig {
-        api_url: gh.url().parse().expect("fake url"),
-        app_id: gh.app_id(),
-        private_key_pem: Secret::new(gh.private_key_pem()),
-        installation_id: installation,
-        rate_limit_wait_budget_secs: 0,
-    };
-    GithubClient::with_options(&config, ClientOptions::default()).expect("client")
+    GithubClient::with_options(&gh.app_config(installation), ClientOptions::default())
+        .expect("client")
 }
 
 fn document(i: usize) -> String {
