@@ -25,7 +25,7 @@
 
 use std::time::{Duration, Instant};
 
-use shared::config::{GithubAppConfig, Secret, SyncConfig, TenantId};
+use shared::config::{SyncConfig, TenantId};
 use shared::github::{ClientOptions, GithubClient};
 use shared::jobs::fan_out::fan_out_full;
 use shared::jobs::sqs::SqsAdapter;
@@ -38,15 +38,8 @@ use syncplane_tests::fake_github::{Change, Endpoint, FakeGithub};
 use syncplane_tests::rows::{changed, row_versions};
 
 fn client(gh: &FakeGithub, installation: u64) -> GithubClient {
-    let config = GithubAppConfig {
-        api_url: gh.url().parse().expect("fake url"),
-        graphql_url: None,
-        app_id: gh.app_id(),
-        private_key_pem: Secret::new(gh.private_key_pem()),
-        installation_id: installation,
-        rate_limit_wait_budget_secs: 0,
-    };
-    GithubClient::with_options(&config, ClientOptions::default()).expect("client")
+    GithubClient::with_options(&gh.app_config(installation), ClientOptions::default())
+        .expect("client")
 }
 
 fn document(i: usize) -> String {

@@ -20,7 +20,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use shared::config::{GithubAppConfig, Secret, SyncConfig};
+use shared::config::SyncConfig;
 use shared::github::{GithubClient, RepoInfo};
 use shared::jobs::Tenants;
 use shared::sync::sync_repository;
@@ -116,14 +116,7 @@ async fn parent() {
     gh.add_repo_owned(installation, "bench/docs", &docs);
     // The repository as a webhook or the listing would describe it (read with a token of the
     // parent's own, which is not the shared one).
-    let config = GithubAppConfig {
-        api_url: gh.url().parse().expect("fake url"),
-        app_id: gh.app_id(),
-        private_key_pem: Secret::new(gh.private_key_pem()),
-        installation_id: installation,
-        rate_limit_wait_budget_secs: 0,
-    };
-    let lookup = GithubClient::new(&config).expect("client");
+    let lookup = GithubClient::new(&gh.app_config(installation)).expect("client");
     let repo = lookup.repo("bench", "docs").await.expect("repository");
     gh.set_latency(Duration::from_millis(20));
     let bench = Bench {

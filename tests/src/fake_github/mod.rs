@@ -263,6 +263,18 @@ impl FakeGithub {
         self.add_repo(installation_id, full_name, &files)
     }
 
+    /// A client configuration for this fake's App and `installation_id` (no rate-limit wait).
+    pub fn app_config(&self, installation_id: u64) -> shared::config::GithubAppConfig {
+        shared::config::GithubAppConfig {
+            api_url: self.url().parse().expect("the fake's URL parses"),
+            graphql_url: None,
+            app_id: self.app_id(),
+            private_key_pem: shared::config::Secret::new(self.private_key_pem()),
+            installation_id,
+            rate_limit_wait_budget_secs: 0,
+        }
+    }
+
     /// The environment variables that point the CLI or a function at this fake's App and
     /// `installation` (as a process reads them; `DATABASE_URL` and the rest are the caller's).
     pub fn app_env(&self, installation_id: u64) -> Vec<(&'static str, String)> {

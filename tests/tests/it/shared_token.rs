@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use shared::config::{GithubAppConfig, Secret, SyncConfig};
+use shared::config::{GithubAppConfig, SyncConfig};
 use shared::github::{ClientOptions, GithubClient, GithubError, RepoInfo};
 use shared::jobs::Tenants;
 use shared::sync::workspace::RunOptions;
@@ -42,13 +42,7 @@ async fn setup() -> Setup {
 
 impl Setup {
     fn config(&self, installation: u64) -> GithubAppConfig {
-        GithubAppConfig {
-            api_url: self.gh.url().parse().unwrap(),
-            app_id: self.gh.app_id(),
-            private_key_pem: Secret::new(self.gh.private_key_pem()),
-            installation_id: installation,
-            rate_limit_wait_budget_secs: 0,
-        }
+        self.gh.app_config(installation)
     }
 
     /// A new "process": its own client and token cache, the tenant's database.
