@@ -46,21 +46,17 @@ async fn bad_parameters_are_400_or_404_with_a_stable_code_never_500() {
             "invalid_cursor",
         ),
         // path
+        // `..`, literal or encoded as %2e%2e, is resolved by the URL layer before routing: it
+        // can only name another path inside the repository (a key lookup, never a file).
         (
-            // A literal `..` is resolved by the URL layer before routing (it can only name a
-            // path inside the repository); the encoded forms below reach the handler and are refused.
-            (
-                "/api/repos/acme/handbook/documents/docs/../etc/passwd".into(),
-                404,
-                "document_not_found",
-            ),
-            400,
-            "invalid_path",
+            "/api/repos/acme/handbook/documents/docs/../etc/passwd".into(),
+            404,
+            "document_not_found",
         ),
         (
             "/api/repos/acme/handbook/documents/docs/%2e%2e/a.md".into(),
-            400,
-            "invalid_path",
+            404,
+            "document_not_found",
         ),
         (
             "/api/repos/acme/handbook/documents/docs/a%00.md".into(),
