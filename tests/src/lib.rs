@@ -6,12 +6,12 @@ pub mod bench;
 pub mod cli;
 pub mod db;
 pub mod fake_github;
+pub mod openapi;
 pub mod pg_proxy;
 pub mod processes;
 pub mod provisioned;
-pub mod sqs;
 pub mod rows;
-pub mod openapi;
+pub mod sqs;
 
 use std::sync::Once;
 

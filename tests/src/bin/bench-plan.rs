@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use shared::config::{GithubAppConfig, Secret, SyncConfig};
+use shared::config::SyncConfig;
 use shared::github::{ClientOptions, GithubClient, RepoInfo};
 use shared::sync::{RepoOutcome, sync_repository};
 use syncplane_tests::db::TestDb;
@@ -290,14 +290,8 @@ fn code(rng: &mut Rng, code: usize) -> Files {
 }
 
 fn client(gh: &FakeGithub, installation: u64) -> GithubClient {
-    let config = GithubAppConfig {
-        api_url: gh.url().parse().expect("fake url"),
-        app_id: gh.app_id(),
-        private_key_pem: Secret::new(gh.private_key_pem()),
-        installation_id: installation,
-        rate_limit_wait_budget_secs: 0,
-    };
-    GithubClient::with_options(&config, ClientOptions::default()).expect("client")
+    GithubClient::with_options(&gh.app_config(installation), ClientOptions::default())
+        .expect("client")
 }
 
 /// A repository on the fake, synced once, ready to measure.

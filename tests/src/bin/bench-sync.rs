@@ -356,14 +356,14 @@ async fn noop_full_run(repos: usize) {
     gh.set_latency(Duration::from_millis(20));
 
     let ws = noop_workspace(&db, &gh, installation);
-    let before = row_versions(&db).await;
+    let before = row_versions(&db.pool).await;
     gh.reset_log();
     let started = Instant::now();
     let report = sync_all(&ws, Trigger::Schedule)
         .await
         .expect("no-op full sync");
     let wall = started.elapsed();
-    let rows = changed(&before, &row_versions(&db).await);
+    let rows = changed(&before, &row_versions(&db.pool).await);
     print_noop(
         "inline no-op full run",
         &gh,
@@ -382,7 +382,7 @@ async fn noop_full_run(repos: usize) {
 
     let queue = bench_queue().await;
     let ws = noop_workspace(&db, &gh, installation);
-    let before = row_versions(&db).await;
+    let before = row_versions(&db.pool).await;
     gh.reset_log();
     let started = Instant::now();
     let fanned = fan_out_full(&ws, Trigger::Manual, &queue)
@@ -390,7 +390,7 @@ async fn noop_full_run(repos: usize) {
         .expect("fan-out")
         .expect("not skipped");
     let wall = started.elapsed();
-    let rows = changed(&before, &row_versions(&db).await);
+    let rows = changed(&before, &row_versions(&db.pool).await);
     print_noop(
         "SQS fan-out no-op full run",
         &gh,

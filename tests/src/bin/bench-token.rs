@@ -80,6 +80,7 @@ fn repo_from_env() -> RepoInfo {
     let text = |k: &str| v[k].as_str().map(str::to_owned);
     RepoInfo {
         github_id: v["github_id"].as_i64().expect("id"),
+        node_id: text("node_id"),
         owner: text("owner").expect("owner"),
         name: text("name").expect("name"),
         private: v["private"].as_bool().unwrap_or(false),
@@ -152,7 +153,8 @@ impl Bench {
             (
                 REPO_ENV,
                 json!({
-                    "github_id": repo.github_id, "owner": repo.owner, "name": repo.name,
+                    "github_id": repo.github_id, "node_id": repo.node_id,
+                    "owner": repo.owner, "name": repo.name,
                     "private": repo.private, "archived": repo.archived,
                     "default_branch": repo.default_branch, "html_url": repo.html_url,
                     "description": repo.description,
@@ -229,6 +231,7 @@ fn endpoint_name(endpoint: Endpoint) -> &'static str {
         Endpoint::Commits => "commits",
         Endpoint::Tree => "tree",
         Endpoint::Blob => "blob",
+        Endpoint::Graphql => "graphql",
         Endpoint::Other => "other",
     }
 }
