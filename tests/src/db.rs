@@ -28,6 +28,8 @@ pub struct TestDb {
     pub pool: PgPool,
     pub name: String,
     url: String,
+    /// Kept after the run (benchmarks that reuse a seeded database): never dropped.
+    keep: bool,
 }
 
 impl TestDb {
@@ -66,7 +68,53 @@ impl TestDb {
             .connect_with(options)
             .await
             .expect("connect to test database");
-        Self { pool, name, url }
+        Self {
+            pool,
+            name,
+            url,
+            keep: false,
+        }
+    }
+
+    /// A database that outlives the process, for benchmarks that seed once and measure many
+    /// times: `name` is opened if it exists, else created with the full schema. The flag says
+    /// whether it already existed. Never dropped.
+    pub async fn kept(name: &str) -> (Self, bool) {
+        crate::init_logging();
+        assert!(
+            !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+            "a kept database name is lowercase letters, digits and _"
+        );
+        let mut admin = admin_conn().await;
+        let exists: Option<i32> =
+            sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
+                .bind(name)
+                .fetch_optional(&mut admin)
+                .await
+                .expect("look up the kept database");
+        if exists.is_none() {
+            let template = ensure_template().await;
+            let sql = format!(r#"CREATE DATABASE "{name}" TEMPLATE "{template}""#);
+            exec(&mut admin, sql).await.expect("create kept database");
+        }
+        let _ = admin.close().await;
+        let url = db_url(name);
+        let options: PgConnectOptions = url.parse().expect("kept database url");
+        let pool = PgPoolOptions::new()
+            .max_connections(20)
+            .connect_with(options)
+            .await
+            .expect("connect to kept database");
+        let db = Self {
+            pool,
+            name: name.to_owned(),
+            url,
+            keep: true,
+        };
+        (db, exists.is_some())
     }
 
     /// The database URL, for code that opens its own pool (functions, CLI).
@@ -77,6 +125,9 @@ impl TestDb {
 
 impl Drop for TestDb {
     fn drop(&mut self) {
+        if self.keep {
+            return;
+        }
         let name = self.name.clone();
         // Drop cannot await; a short-lived runtime on its own thread does the cleanup. The pool
         // is not closed here (its connections belong to the test's runtime, which is blocked on

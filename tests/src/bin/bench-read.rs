@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
+use shared::api::read::search::Tier;
 use shared::app::AppState;
 use shared::config::{ReadConfig, Secret, SyncConfig, TenantConfig, TenantId};
 use shared::jobs::Tenants;
@@ -245,6 +246,20 @@ async fn seed(pool: &PgPool, c: &Corpus, rng: &mut StdRng) -> Vec<(String, Strin
         .collect()
 }
 
+/// The first document of every tenth repository, as `seed` returns them.
+async fn fetchable(pool: &PgPool) -> Vec<(String, String)> {
+    sqlx::query_as(
+        "SELECT o.owner || '/' || o.name, d.path
+         FROM repos o
+         JOIN LATERAL (SELECT path FROM documents WHERE repo_id = o.id ORDER BY id LIMIT 1) d ON true
+         WHERE o.id % 10 = (SELECT min(id) FROM repos) % 10 AND o.owner LIKE 'org%'
+         ORDER BY o.id",
+    )
+    .fetch_all(pool)
+    .await
+    .expect("fetchable documents")
+}
+
 fn state(db: &TestDb) -> AppState {
     let tenant = TenantConfig {
         id: TenantId::parse("bench").expect("tenant id"),
@@ -304,8 +319,19 @@ async fn main() {
         words: vocabulary(&mut rng),
         zipf: Zipf::new(VOCABULARY),
     };
-    let db = TestDb::new().await;
-    let fetchable = seed(&db.pool, &corpus, &mut rng).await;
+    // BENCH_READ_DB=name seeds that database once and reuses it on later runs.
+    let (db, seeded) = match std::env::var("BENCH_READ_DB") {
+        Ok(name) => TestDb::kept(&name).await,
+        Err(_) => (TestDb::new().await, false),
+    };
+    let fetchable = if seeded {
+        println!("reusing the seeded database {}", db.name);
+        fetchable(&db.pool).await
+    } else {
+        seed(&db.pool, &corpus, &mut rng).await
+    };
+    // Queries draw from their own generator, so a reused database sees the same queries.
+    let mut rng = StdRng::seed_from_u64(12);
     let st = state(&db);
 
     // Queries: 1 to 3 words drawn as they occur in the text (frequent words are asked more).
@@ -361,14 +387,16 @@ async fn main() {
         fetch_times.len()
     );
 
-    explain(&db.pool, &corpus.words[40]).await;
+    for tier in [Tier::Head, Tier::Body] {
+        explain(&db.pool, &corpus.words[40], tier).await;
+    }
     listing(&db.pool, &st).await;
 }
 
-async fn explain(pool: &PgPool, word: &str) {
+async fn explain(pool: &PgPool, word: &str, tier: Tier) {
     let sql = format!(
         "EXPLAIN (ANALYZE, BUFFERS) {}",
-        shared::api::read::search::search_sql(Default::default())
+        shared::api::read::search::search_sql(Default::default(), tier, false)
     );
     let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
         .bind(word)
@@ -378,17 +406,24 @@ async fn explain(pool: &PgPool, word: &str) {
         .bind(None::<i32>)
         .bind(None::<i64>)
         .bind(21_i64)
+        .bind(shared::api::read::search::RANK_CANDIDATES)
         .fetch_all(pool)
         .await
         .expect("explain");
-    println!("EXPLAIN ANALYZE of the search for {word:?}:");
+    println!("EXPLAIN ANALYZE of the search for {word:?}, {tier:?} tier:");
     for line in plan {
         println!("  {line}");
     }
 }
 
 async fn listing(pool: &PgPool, st: &AppState) {
-    insert_repos(pool, REPOS, LISTING_REPOS, "team").await;
+    let stored: i64 = sqlx::query_scalar("SELECT count(*) FROM repos")
+        .fetch_one(pool)
+        .await
+        .expect("count repositories");
+    if stored < LISTING_REPOS as i64 {
+        insert_repos(pool, REPOS, LISTING_REPOS, "team").await;
+    }
     sqlx::query("ANALYZE repos")
         .execute(pool)
         .await

@@ -4,10 +4,15 @@
 //! - The query is `websearch_to_tsquery` syntax (quoted phrases, `-exclusion`, `or`), parsed with
 //!   the configured language, against the vector built with that same language (migration 0009),
 //!   through its GIN index.
-//! - Ranking: `ts_rank_cd` over the weighted vector (title A, headings B, body C); ties broken by
-//!   kind (documents first) then id, so pages never overlap or skip.
-//! - Keyset pagination: the cursor carries the last (rank, kind, id) and a fingerprint of the
-//!   query and filters; every value is a bound parameter.
+//! - Ranking in two tiers (migration 0010): hits whose title and headings alone satisfy the query
+//!   first, ranked by `ts_rank_cd` over that vector (title A above headings B); then body-only
+//!   hits, ranked by `ts_rank_cd` over the whole weighted vector (title A, headings B, body C).
+//!   Within a tier ties are broken by kind (documents first) then id, so pages never overlap or
+//!   skip. Each tier ranks at most [`RANK_CANDIDATES`] matches per table, taken in index order:
+//!   ranking reads every candidate's vector, and without the cap a word found in most of 100,000
+//!   documents costs a read of all of them. A capped page says `truncated: true`.
+//! - Keyset pagination: the cursor carries the last (tier, rank, kind, id) and a fingerprint of
+//!   the query and filters; every value is a bound parameter.
 //! - Snippets: `ts_headline` with private-use markers, HTML-escaped here and the markers turned
 //!   into `<mark>`, so a document's text can never inject markup.
 
@@ -105,10 +110,26 @@ fn validate_query(q: &str) -> Result<String, ApiError> {
     Ok(q.to_owned())
 }
 
+/// Most candidates one tier ranks, per table (documents, READMEs). Ranking reads each
+/// candidate's vector, so a word found in most documents would otherwise cost a read of all of
+/// them; past this many matches a page says `truncated` and the caller narrows the query.
+pub const RANK_CANDIDATES: i64 = 1_000;
+
+/// Where a hit ranks: title-and-headings hits first, body-only hits after.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Tier {
+    /// The title and headings alone satisfy the query; ranked over that vector.
+    Head,
+    /// Only the whole document does; ranked over the whole weighted vector.
+    Body,
+}
+
 /// The last hit of a page: where the next one starts.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Key {
+    tier: Tier,
     rank: f32,
     kind: i32,
     id: i64,
@@ -127,35 +148,73 @@ struct Row {
     last_synced_at: Option<chrono::DateTime<chrono::Utc>>,
     heading: Option<Value>,
     headline: String,
+    /// The tier reached its candidate cap in documents or READMEs.
+    capped: bool,
+    #[sqlx(skip)]
+    tier: Option<Tier>,
 }
+
+/// Snippets are cut from the first 8,192 characters of a document's text: `ts_headline` parses
+/// all the text it is given (about 0.4 ms for 5 KB, 10 ms for the largest bodies), once per hit.
+/// A hit whose words come later gets the document's opening lines.
+pub const SNIPPET_SOURCE_CHARS: usize = 8_192;
 
 /// Snippet delimiters: private-use characters, turned into `<mark>` after escaping.
 const START: char = '\u{E000}';
 const STOP: char = '\u{E001}';
 
-/// The search statement for one language: the vector column and the configuration the query is
-/// parsed with must agree. The tsquery is written inline (not a CTE) so the planner sees it as a
-/// constant and can take the GIN index.
-macro_rules! search_sql {
-    ($config:literal, $vector:literal) => {
+/// The search statement for one language and tier: the vector columns and the configuration the
+/// query is parsed with must agree. The tsquery is written inline (not a CTE) so the planner sees
+/// it as a constant and can take the GIN indexes. Each table's candidates stop at `$8` (the scan
+/// ends there, so ranking never reads more vectors than that). The small title-and-headings test
+/// is written first: of equal-cost conditions Postgres evaluates the first written first, and the
+/// whole vector is the one that must be read out of TOAST.
+/// The whole-vector condition: needed by the body tier, and by the title-and-headings tier only
+/// when the query excludes a word (`-word`, which the body may contain). Without exclusions a
+/// title-and-headings match is a whole-document match (the whole vector begins with the same
+/// lexemes at the same positions), and skipping the condition skips reading the whole vector's
+/// index for every document that has a common word.
+macro_rules! whole_check {
+    (whole, $alias:literal, $vector:literal, $config:literal) => {
         concat!(
-            "WITH hits AS (
-                SELECT 0 AS kind, d.id, d.repo_id,
-                       ts_rank_cd(d.", $vector, ", websearch_to_tsquery('", $config, "', $1)) AS rank
-                FROM documents d
-                WHERE d.", $vector, " @@ websearch_to_tsquery('", $config, "', $1)
-                  AND ($2::bigint[] IS NULL OR d.repo_id = ANY($2))
-                  AND ($3::text IS NULL OR d.path LIKE $3 ESCAPE '\\')
+            "AND ",
+            $alias,
+            ".",
+            $vector,
+            " @@ websearch_to_tsquery('",
+            $config,
+            "', $1)"
+        )
+    };
+    (head_only, $alias:literal, $vector:literal, $config:literal) => {
+        ""
+    };
+}
+
+macro_rules! search_sql {
+    ($config:literal, $vector:literal, $head:literal, $tier:literal, $rankvec:literal, $whole:tt) => {
+        concat!(
+            "WITH cand AS MATERIALIZED (
+                (SELECT 0 AS kind, d.id, d.repo_id,
+                        ts_rank_cd(d.", $rankvec, ", websearch_to_tsquery('", $config, "', $1)) AS rank
+                 FROM documents d
+                 WHERE ", $tier, "(d.", $head, " @@ websearch_to_tsquery('", $config, "', $1))
+                   ", whole_check!($whole, "d", $vector, $config), "
+                   AND ($2::bigint[] IS NULL OR d.repo_id = ANY($2))
+                   AND ($3::text IS NULL OR d.path LIKE $3 ESCAPE '\\')
+                 LIMIT $8)
                 UNION ALL
-                SELECT 1, r.repo_id, r.repo_id,
-                       ts_rank_cd(r.", $vector, ", websearch_to_tsquery('", $config, "', $1))
-                FROM readmes r
-                WHERE r.", $vector, " @@ websearch_to_tsquery('", $config, "', $1)
-                  AND ($2::bigint[] IS NULL OR r.repo_id = ANY($2))
-                  AND ($3::text IS NULL OR r.path LIKE $3 ESCAPE '\\')
+                (SELECT 1, r.repo_id, r.repo_id,
+                        ts_rank_cd(r.", $rankvec, ", websearch_to_tsquery('", $config, "', $1))
+                 FROM readmes r
+                 WHERE ", $tier, "(r.", $head, " @@ websearch_to_tsquery('", $config, "', $1))
+                   ", whole_check!($whole, "r", $vector, $config), "
+                   AND ($2::bigint[] IS NULL OR r.repo_id = ANY($2))
+                   AND ($3::text IS NULL OR r.path LIKE $3 ESCAPE '\\')
+                 LIMIT $8)
             ),
             page AS (
-                SELECT * FROM hits
+                SELECT * FROM cand
                 WHERE $4::real IS NULL
                    OR rank < $4 OR (rank = $4 AND (kind, id) > ($5::int, $6::bigint))
                 ORDER BY rank DESC, kind, id
@@ -169,8 +228,10 @@ macro_rules! search_sql {
                     ORDER BY ts_rank(to_tsvector('", $config, "', h.e->>'text'),
                                      websearch_to_tsquery('", $config, "', $1)) DESC, h.n
                     LIMIT 1) AS heading,
-                   ts_headline('", $config, "', x.body, websearch_to_tsquery('", $config, "', $1),
-                       'StartSel=\"\u{E000}\", StopSel=\"\u{E001}\", MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=\" … \"') AS headline
+                   ts_headline('", $config, "', left(x.body, 8192), websearch_to_tsquery('", $config, "', $1),
+                       'StartSel=\"\u{E000}\", StopSel=\"\u{E001}\", MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=\" … \"') AS headline,
+                   (SELECT count(*) FILTER (WHERE kind = 0) >= $8
+                        OR count(*) FILTER (WHERE kind = 1) >= $8 FROM cand) AS capped
             FROM page p
             JOIN repos o ON o.id = p.repo_id
             CROSS JOIN LATERAL (
@@ -185,27 +246,89 @@ macro_rules! search_sql {
     };
 }
 
-const SEARCH_ENGLISH: &str = search_sql!("english", "search_vector");
-const SEARCH_SIMPLE: &str = search_sql!("simple", "search_vector_simple");
+const ENGLISH_HEAD: &str = search_sql!(
+    "english",
+    "search_vector",
+    "head_vector",
+    "",
+    "head_vector",
+    head_only
+);
+const ENGLISH_HEAD_EXCLUDING: &str = search_sql!(
+    "english",
+    "search_vector",
+    "head_vector",
+    "",
+    "head_vector",
+    whole
+);
+const ENGLISH_BODY: &str = search_sql!(
+    "english",
+    "search_vector",
+    "head_vector",
+    "NOT ",
+    "search_vector",
+    whole
+);
+const SIMPLE_HEAD: &str = search_sql!(
+    "simple",
+    "search_vector_simple",
+    "head_vector_simple",
+    "",
+    "head_vector_simple",
+    head_only
+);
+const SIMPLE_HEAD_EXCLUDING: &str = search_sql!(
+    "simple",
+    "search_vector_simple",
+    "head_vector_simple",
+    "",
+    "head_vector_simple",
+    whole
+);
+const SIMPLE_BODY: &str = search_sql!(
+    "simple",
+    "search_vector_simple",
+    "head_vector_simple",
+    "NOT ",
+    "search_vector_simple",
+    whole
+);
 
-/// The search statement for `language` ($1 query, $2 repository ids, $3 path pattern, $4..$6 the
-/// cursor's rank, kind and id, $7 the row limit).
-pub fn search_sql(language: SearchLanguage) -> &'static str {
-    match language {
-        SearchLanguage::English => SEARCH_ENGLISH,
-        SearchLanguage::Simple => SEARCH_SIMPLE,
+/// The search statement for `language` and `tier`, for a query that `excludes` a word or not
+/// ($1 query, $2 repository ids, $3 path pattern, $4..$6 the cursor's rank, kind and id, $7 the
+/// row limit, $8 the candidate cap).
+pub fn search_sql(language: SearchLanguage, tier: Tier, excludes: bool) -> &'static str {
+    match (language, tier, excludes) {
+        (SearchLanguage::English, Tier::Head, false) => ENGLISH_HEAD,
+        (SearchLanguage::English, Tier::Head, true) => ENGLISH_HEAD_EXCLUDING,
+        (SearchLanguage::English, Tier::Body, _) => ENGLISH_BODY,
+        (SearchLanguage::Simple, Tier::Head, false) => SIMPLE_HEAD,
+        (SearchLanguage::Simple, Tier::Head, true) => SIMPLE_HEAD_EXCLUDING,
+        (SearchLanguage::Simple, Tier::Body, _) => SIMPLE_BODY,
     }
 }
 
-/// How many operands the query has once parsed (0: empty or only stop words).
+/// How many operands the query has once parsed (0: empty or only stop words), and whether it
+/// has a negation (`!` appears in a tsquery's text only as the NOT operator or inside a quoted
+/// lexeme; a lexeme with one only costs the extra check).
 fn terms_sql(language: SearchLanguage) -> &'static str {
     match language {
-        SearchLanguage::English => "SELECT numnode(websearch_to_tsquery('english', $1))",
-        SearchLanguage::Simple => "SELECT numnode(websearch_to_tsquery('simple', $1))",
+        SearchLanguage::English => {
+            "SELECT numnode(q), strpos(q::text, '!') > 0
+             FROM websearch_to_tsquery('english', $1) AS q"
+        }
+        SearchLanguage::Simple => {
+            "SELECT numnode(q), strpos(q::text, '!') > 0
+             FROM websearch_to_tsquery('simple', $1) AS q"
+        }
     }
 }
 
 /// The page of hits for `req`, and the cursor of the next page (null at the end).
+///
+/// Title-and-headings hits come first, then body-only hits; a page that ends the first tier
+/// goes on into the second. `truncated` says a tier had more matches than it ranks.
 pub async fn search(
     pool: &PgPool,
     language: SearchLanguage,
@@ -218,7 +341,7 @@ pub async fn search(
         .map(|c| cursor::decode("search", &fp, c))
         .transpose()?;
     // An empty or all-stop-word query would match nothing useful (or everything): refuse it.
-    let terms: i32 = sqlx::query_scalar(terms_sql(language))
+    let (terms, excludes): (i32, bool) = sqlx::query_as(terms_sql(language))
         .bind(&req.q)
         .fetch_one(pool)
         .await
@@ -227,19 +350,46 @@ pub async fn search(
         return Err(ApiError::EmptyQuery);
     }
     let repo_ids = repo_filter(pool, &req.repos).await?;
-    let mut rows: Vec<Row> = sqlx::query_as(search_sql(language))
-        .bind(&req.q)
-        .bind(repo_ids)
-        .bind(req.path_prefix.as_deref().map(like_prefix))
-        .bind(after.as_ref().map(|k| k.rank))
-        .bind(after.as_ref().map(|k| k.kind))
-        .bind(after.as_ref().map(|k| k.id))
-        .bind(req.limit + 1)
-        .fetch_all(pool)
+    let first = after.as_ref().map_or(Tier::Head, |k| k.tier);
+    // The planner does not price reading a vector out of TOAST, so for a common word it prefers
+    // scanning the table in order (reading every row's vector until enough match) over the GIN
+    // bitmap (reading only the matches'): six times slower on 100,000 documents. Read-only,
+    // and the setting ends with the transaction.
+    let mut tx = pool.begin().await.map_err(db_failure("search"))?;
+    sqlx::query("SET LOCAL enable_seqscan = off")
+        .execute(&mut *tx)
         .await
         .map_err(db_failure("search"))?;
+    let mut rows: Vec<Row> = Vec::new();
+    let mut truncated = false;
+    for tier in [Tier::Head, Tier::Body] {
+        // A page holds limit + 1 rows: the extra one says another page follows.
+        if tier < first || rows.len() as i64 > req.limit {
+            continue;
+        }
+        let key = after.as_ref().filter(|k| k.tier == tier);
+        let mut got: Vec<Row> = sqlx::query_as(search_sql(language, tier, excludes))
+            .bind(&req.q)
+            .bind(&repo_ids)
+            .bind(req.path_prefix.as_deref().map(like_prefix))
+            .bind(key.map(|k| k.rank))
+            .bind(key.map(|k| k.kind))
+            .bind(key.map(|k| k.id))
+            .bind(req.limit + 1 - rows.len() as i64)
+            .bind(RANK_CANDIDATES)
+            .fetch_all(&mut *tx)
+            .await
+            .map_err(db_failure("search"))?;
+        truncated |= got.first().is_some_and(|r| r.capped);
+        for r in &mut got {
+            r.tier = Some(tier);
+        }
+        rows.append(&mut got);
+    }
+    tx.commit().await.map_err(db_failure("search"))?;
     let next = next_cursor(&mut rows, req.limit, |last| {
         let key = Key {
+            tier: last.tier.unwrap_or(Tier::Body),
             rank: last.rank,
             kind: last.kind,
             id: last.id,
@@ -257,7 +407,7 @@ pub async fn search(
             hit_json(r, owners)
         })
         .collect();
-    Ok(json!({ "query": req.q, "hits": hits, "nextCursor": next }))
+    Ok(json!({ "query": req.q, "hits": hits, "nextCursor": next, "truncated": truncated }))
 }
 
 /// The ids of the `repo` filters; a name no stored repository has is `unknown_repository`.
@@ -278,6 +428,10 @@ async fn repo_filter(
 fn hit_json(r: Row, owners: Value) -> Value {
     json!({
         "kind": if r.kind == 0 { "document" } else { "readme" },
+        "matched": match r.tier {
+            Some(Tier::Head) => "heading",
+            _ => "body",
+        },
         "repository": r.full_name,
         "path": r.path,
         "title": r.title,

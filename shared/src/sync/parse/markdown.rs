@@ -24,6 +24,8 @@ pub struct Markdown {
     pub headings: Vec<Heading>,
     pub body: String,
     pub body_truncated: bool,
+    /// Headings past [`MAX_HEADINGS`]: their text is in the body, not in the outline.
+    pub headings_dropped: usize,
     /// Set when the parse passed its limits and the raw text stands in.
     pub unread: Option<String>,
 }
@@ -34,6 +36,10 @@ pub const MAX_MARKDOWN_NODES: usize = 200_000;
 /// Parser steps for one document (comrak counts a line, an inline or a node as a step): bounds
 /// the parse's time.
 pub const MAX_MARKDOWN_STEPS: usize = 2_000_000;
+/// Headings kept in a document's outline. A real document has tens; 64,000 one-line headings
+/// cost more CPU in anchors (each duplicate is numbered against the ones before) and in the
+/// stored outline than the 50 ms a document may take, and no reader navigates them.
+pub const MAX_HEADINGS: usize = 1_000;
 /// comrak asks whether to stop once every this many steps.
 const STEPS_PER_QUESTION: usize = 256;
 
@@ -70,6 +76,7 @@ fn raw_text(markdown: &str, body_cap: usize) -> Markdown {
     Markdown {
         first_h1: None,
         headings: Vec::new(),
+        headings_dropped: 0,
         body_truncated: body.truncated(),
         body: body.finish(),
         unread: Some(format!(
@@ -83,6 +90,7 @@ fn walk<'a>(root: &'a AstNode<'a>, body_cap: usize) -> Markdown {
     let mut headings = Vec::new();
     let mut first_h1 = None;
     let mut anchorizer = Anchorizer::new();
+    let mut headings_dropped = 0;
     // Text of the heading being walked, with its level.
     let mut heading: Option<(u8, SearchText)> = None;
 
@@ -124,6 +132,10 @@ fn walk<'a>(root: &'a AstNode<'a>, body_cap: usize) -> Markdown {
                     if level == 1 && first_h1.is_none() && !text.is_empty() {
                         first_h1 = Some(text.clone());
                     }
+                    if headings.len() == MAX_HEADINGS {
+                        headings_dropped += 1;
+                        continue;
+                    }
                     let anchor = anchorizer.anchorize(&text);
                     headings.push(Heading {
                         level,
@@ -138,6 +150,7 @@ fn walk<'a>(root: &'a AstNode<'a>, body_cap: usize) -> Markdown {
     Markdown {
         first_h1,
         headings,
+        headings_dropped,
         body_truncated: body.truncated(),
         body: body.finish(),
         unread: None,
@@ -161,6 +174,16 @@ mod tests {
             text: text.to_owned(),
             anchor: anchor.to_owned(),
         }
+    }
+
+    #[test]
+    fn the_outline_keeps_the_first_max_headings_and_counts_the_rest() {
+        let doc = "## same\n".repeat(MAX_HEADINGS + 5);
+        let md = read(&doc, usize::MAX);
+        assert_eq!(md.headings.len(), MAX_HEADINGS);
+        assert_eq!(md.headings_dropped, 5);
+        assert_eq!(md.headings[1].anchor, "same-1");
+        assert_eq!(md.body.matches("same").count(), MAX_HEADINGS + 5);
     }
 
     #[test]

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 pub use codeowners::{CodeOwnersRule, CodeOwnersWarning, parse_codeowners};
 pub use frontmatter::{MAX_FRONTMATTER_JSON_BYTES, MAX_FRONTMATTER_VALUES};
-pub use markdown::{MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
+pub use markdown::{MAX_HEADINGS, MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
 pub use owners::{deciding_rule, owners_of};
 pub use text::{BODY_TEXT_CAP_BYTES, MAX_INPUT_BYTES};
 
@@ -76,6 +76,12 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<ParsedDocument, ParseR
     };
     let read = markdown::read(markdown, BODY_TEXT_CAP_BYTES);
     warnings.extend(read.unread);
+    if read.headings_dropped > 0 {
+        warnings.push(format!(
+            "outline keeps the first {MAX_HEADINGS} headings; {} more are searchable text only",
+            read.headings_dropped
+        ));
+    }
     if read.body_truncated {
         warnings.push(format!(
             "search text truncated to {} KiB",

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use shared::api::read::search::{RANK_CANDIDATES, Tier};
 use shared::config::SearchLanguage;
 
 use super::{hit_paths, read, synced, with_language};
@@ -242,41 +243,150 @@ async fn snippets_cannot_inject_html() {
     );
 }
 
-/// The search statement can use the GIN index (the planner prefers a sequential scan on tiny
-/// tables, so it is told not to here; `bench-read` shows the plan on 100,000 documents).
+/// The search statements of both tiers can use the GIN indexes (the planner prefers a sequential
+/// scan on tiny tables, so it is told not to here; `bench-read` shows the plan on 100,000
+/// documents): the title-and-headings tier reads the small vector's index, the body tier the
+/// whole vector's.
 #[tokio::test]
 async fn the_search_query_uses_the_gin_indexes() {
     let (w, _st) = synced(&[("acme/handbook", &[("docs/a.md", "# A\n\nkoala\n")])]).await;
     for language in [SearchLanguage::English, SearchLanguage::Simple] {
-        let mut conn = w.db.pool.acquire().await.unwrap();
-        sqlx::query("SET enable_seqscan = off")
-            .execute(&mut *conn)
+        let simple = if language == SearchLanguage::Simple {
+            "_simple"
+        } else {
+            ""
+        };
+        for (tier, excludes, index) in [
+            (Tier::Head, false, format!("head{simple}_idx")),
+            (Tier::Head, true, format!("head{simple}_idx")),
+            (Tier::Body, false, format!("search{simple}_idx")),
+        ] {
+            let mut conn = w.db.pool.acquire().await.unwrap();
+            sqlx::query("SET enable_seqscan = off")
+                .execute(&mut *conn)
+                .await
+                .unwrap();
+            let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+                "EXPLAIN {}",
+                shared::api::read::search::search_sql(language, tier, excludes)
+            )))
+            .bind("koala")
+            .bind(None::<Vec<i64>>)
+            .bind(None::<String>)
+            .bind(None::<f32>)
+            .bind(None::<i32>)
+            .bind(None::<i64>)
+            .bind(21_i64)
+            .bind(RANK_CANDIDATES)
+            .fetch_all(&mut *conn)
             .await
             .unwrap();
-        let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-            "EXPLAIN {}",
-            shared::api::read::search::search_sql(language)
-        )))
-        .bind("koala")
-        .bind(None::<Vec<i64>>)
-        .bind(None::<String>)
-        .bind(None::<f32>)
-        .bind(None::<i32>)
-        .bind(None::<i64>)
-        .bind(21_i64)
-        .fetch_all(&mut *conn)
-        .await
-        .unwrap();
-        let plan = plan.join("\n");
-        let suffix = match language {
-            SearchLanguage::English => "search_idx",
-            SearchLanguage::Simple => "search_simple_idx",
-        };
-        for index in [format!("documents_{suffix}"), format!("readmes_{suffix}")] {
-            assert!(
-                plan.contains(&format!("Bitmap Index Scan on {index}")),
-                "{plan}"
-            );
+            let plan = plan.join("\n");
+            for table in ["documents", "readmes"] {
+                assert!(
+                    plan.contains(&format!("Bitmap Index Scan on {table}_{index}")),
+                    "{tier:?} excluding {excludes}: {plan}"
+                );
+            }
         }
     }
+}
+
+#[tokio::test]
+async fn an_excluded_word_in_the_body_removes_a_title_match() {
+    let (_w, st) = synced(&[(
+        "acme/handbook",
+        &[
+            ("docs/a.md", "# Dingo guide\n\nAbout dingoes and quolls.\n"),
+            ("docs/b.md", "# Dingo notes\n\nAbout dingoes only.\n"),
+        ],
+    )])
+    .await;
+    let r = read(&st, "/api/search?q=dingo+-quoll").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(hit_paths(&r), ["docs/b.md"]);
+}
+
+#[tokio::test]
+async fn a_title_or_heading_match_ranks_above_any_body_only_match() {
+    let body = format!("# Plain\n\n{}\n", "wombat ".repeat(40));
+    let (_w, st) = synced(&[(
+        "acme/handbook",
+        &[
+            ("docs/a-body.md", body.as_str()),
+            ("docs/b-heading.md", "# Other\n\n## Wombat care\n\nText.\n"),
+        ],
+    )])
+    .await;
+    let r = read(&st, "/api/search?q=wombat").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(hit_paths(&r), ["docs/b-heading.md", "docs/a-body.md"]);
+    let matched: Vec<&str> = r.data()["hits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| h["matched"].as_str().unwrap())
+        .collect();
+    assert_eq!(matched, ["heading", "body"]);
+    assert_eq!(r.data()["truncated"], false);
+}
+
+#[tokio::test]
+async fn pages_cross_from_heading_hits_to_body_hits_without_overlap_or_gap() {
+    let mut files: Vec<(String, String)> = (0..4)
+        .map(|i| (format!("docs/h{i}.md"), format!("# Numbat {i}\n\nText.\n")))
+        .collect();
+    files.extend((0..4).map(|i| {
+        (
+            format!("docs/b{i}.md"),
+            format!("# Body {i}\n\n{}\n", "numbat ".repeat(i + 1)),
+        )
+    }));
+    let files: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    let (_w, st) = synced(&[("acme/handbook", &files[..])]).await;
+    let all = hit_paths(&read(&st, "/api/search?q=numbat&limit=50").await);
+    assert_eq!(all.len(), 8);
+    assert!(
+        all[..4].iter().all(|p| p.starts_with("docs/h")),
+        "heading hits first: {all:?}"
+    );
+    let mut seen = Vec::new();
+    let mut url = "/api/search?q=numbat&limit=3".to_owned();
+    loop {
+        let r = read(&st, &url).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        seen.extend(hit_paths(&r));
+        match r.data()["nextCursor"].as_str() {
+            Some(c) => url = format!("/api/search?q=numbat&limit=3&cursor={c}"),
+            None => break,
+        }
+    }
+    assert_eq!(seen, all, "pages concatenate to the whole listing");
+}
+
+/// A word in more documents than a tier ranks: the page is ranked among the first
+/// RANK_CANDIDATES matches and says so.
+#[tokio::test]
+async fn a_query_matching_more_documents_than_a_tier_ranks_says_truncated() {
+    let (w, st) = synced(&[("acme/handbook", &[("docs/a.md", "# A\n\nplatypus\n")])]).await;
+    let many = RANK_CANDIDATES + 5;
+    sqlx::query(
+        "INSERT INTO documents (repo_id, path, blob_sha, size_bytes, title, headings, body)
+         SELECT (SELECT id FROM repos LIMIT 1), 'docs/bulk/' || g || '.md', repeat('c', 40), 20,
+                'Bulk ' || g, '[]'::jsonb, 'platypus ' || g
+         FROM generate_series(1, $1) AS g",
+    )
+    .bind(many)
+    .execute(&w.db.pool)
+    .await
+    .unwrap();
+    let r = read(&st, "/api/search?q=platypus&limit=50").await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(r.data()["truncated"], true, "{}", r.body);
+    assert_eq!(r.data()["hits"].as_array().unwrap().len(), 50);
+    let narrow = read(&st, "/api/search?q=platypus+7&limit=50").await;
+    assert_eq!(narrow.data()["truncated"], false, "{}", narrow.body);
 }
