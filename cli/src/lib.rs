@@ -47,8 +47,13 @@ pub enum Command {
     Ingest(provision::IngestCommand),
 }
 
-/// Run one command against `config`, writing its output to `out`.
+/// Run one command against `config`, writing its output to `out`. Every command but `migrate`
+/// first checks the databases it will use: one that does not answer, or whose schema is behind
+/// this build, is one error line saying what to do (issue 13 §10), before any work.
 pub async fn run(cli: Cli, config: &Config, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
+    if let Some(only) = cli.command.databases() {
+        preflight(config, only).await?;
+    }
     match cli.command {
         Command::Migrate => migrate(config, out).await,
         Command::Sync(args) => sync::run(config, &args, out).await,
@@ -60,11 +65,89 @@ pub async fn run(cli: Cli, config: &Config, out: &mut dyn Write) -> anyhow::Resu
     }
 }
 
+/// Which tenants' databases a command uses.
+enum Databases<'a> {
+    All,
+    One(&'a str),
+    First,
+}
+
+impl Command {
+    /// The databases to check before running (`None`: `migrate`, which makes them current).
+    fn databases(&self) -> Option<Databases<'_>> {
+        fn named(t: &Option<String>) -> Databases<'_> {
+            t.as_deref().map_or(Databases::All, Databases::One)
+        }
+        Some(match self {
+            Command::Migrate => return None,
+            Command::Sync(a) => named(&a.tenant),
+            Command::Reap(a) | Command::Drain(a) => named(&a.tenant),
+            Command::Search(a) => a.tenant.as_deref().map_or(Databases::First, Databases::One),
+            Command::Status { .. } => Databases::All,
+            Command::Ingest(_) => Databases::First,
+        })
+    }
+}
+
+/// The schema of a tenant's database is behind this build.
+#[derive(Debug)]
+pub struct SchemaBehind {
+    pub tenant: String,
+    pub database: i64,
+    pub build: i64,
+}
+
+impl std::fmt::Display for SchemaBehind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "tenant {}: the database schema is behind this build (migration {} applied, this build needs {}): run `syncplane migrate` first",
+            self.tenant, self.database, self.build
+        )
+    }
+}
+
+impl std::error::Error for SchemaBehind {}
+
+async fn preflight(config: &Config, only: Databases<'_>) -> anyhow::Result<()> {
+    let tenants: Vec<_> = match only {
+        Databases::All => config.tenants.iter().collect(),
+        Databases::First => config.tenants.first().into_iter().collect(),
+        // An unknown tenant is the command's own error to report.
+        Databases::One(id) => config.tenant(id).into_iter().collect(),
+    };
+    for tenant in tenants {
+        let pool = shared::db::connect_tenant(tenant, 1).await?;
+        let versions = shared::schema::check::versions(&pool).await;
+        pool.close().await;
+        let (database, missing) = versions?;
+        if missing {
+            return Err(SchemaBehind {
+                tenant: tenant.id.to_string(),
+                database,
+                build: shared::schema::check::build_version(),
+            }
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// Every tenant's database, under the migration lock (a deploy's migrate function may run at the
+/// same time).
 async fn migrate(config: &Config, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     for tenant in &config.tenants {
-        let pool = shared::db::connect(&tenant.database_url, 1).await?;
-        shared::db::migrate(&pool).await?;
-        writeln!(out, "tenant {}: migrations applied", tenant.id)?;
+        let pool = shared::db::connect_tenant(tenant, 1).await?;
+        let migrated = shared::schema::migrate_locked(&pool).await;
+        pool.close().await;
+        let migrated = migrated?;
+        writeln!(
+            out,
+            "tenant {}: migrations applied ({} new; schema at migration {})",
+            tenant.id,
+            migrated.applied.len(),
+            migrated.version
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -72,7 +155,7 @@ async fn migrate(config: &Config, out: &mut dyn Write) -> anyhow::Result<ExitCod
 async fn status(config: &Config, json: bool, out: &mut dyn Write) -> anyhow::Result<ExitCode> {
     let mut all = Vec::new();
     for tenant in &config.tenants {
-        let pool = shared::db::connect(&tenant.database_url, 1).await?;
+        let pool = shared::db::connect_tenant(tenant, 1).await?;
         let report = shared::status::tenant_status(&pool).await?;
         if !json {
             writeln!(out, "tenant {}", tenant.id)?;

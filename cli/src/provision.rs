@@ -40,8 +40,9 @@ impl Policy {
 
 #[derive(Subcommand)]
 pub enum IngestCommand {
-    /// Create an org; prints its id.
+    /// Create an org; prints its id alone on stdout (`ORG=$(syncplane ingest create-org acme)`).
     CreateOrg {
+        /// The org's display name.
         name: String,
         /// The org's session sync policy.
         #[arg(long, value_enum, default_value = "on")]
@@ -55,6 +56,7 @@ pub enum IngestCommand {
     },
     /// Change an org's policy, gate or frustration opt-in.
     SetOrg {
+        /// The org's id (printed by create-org).
         org_id: i64,
         #[arg(long, value_enum)]
         sync_policy: Option<Policy>,
@@ -65,21 +67,36 @@ pub enum IngestCommand {
     },
     /// Switch the capability on or off globally.
     SetGlobalFeature {
+        /// on or off.
         #[arg(value_enum)]
         state: Switch,
     },
-    /// Create a user in an org; prints its id.
-    CreateUser { org_id: i64, name: String },
+    /// Create a user in an org; prints its id alone on stdout.
+    CreateUser {
+        /// The org's id (printed by create-org).
+        org_id: i64,
+        /// The user's display name.
+        name: String,
+    },
     /// Register a compute target id as a user's.
-    CreateTarget { user_id: i64, target_id: String },
+    CreateTarget {
+        /// The user's id (printed by create-user).
+        user_id: i64,
+        /// The compute target id the desktop client sends (`computeTargetId`).
+        target_id: String,
+    },
     /// Issue a device token for a user; the token is printed once and never stored.
     IssueToken {
+        /// The user's id (printed by create-user).
         user_id: i64,
         #[arg(long)]
         label: Option<String>,
     },
     /// Revoke a device token by its id.
-    RevokeToken { token_id: i64 },
+    RevokeToken {
+        /// The token's id (printed on stderr by issue-token).
+        token_id: i64,
+    },
 }
 
 pub async fn run(
@@ -88,7 +105,7 @@ pub async fn run(
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
     let tenant = config.tenants.first().context("no tenant configured")?;
-    let pool = shared::db::connect(&tenant.database_url, 1).await?;
+    let pool = shared::db::connect_tenant(tenant, 1).await?;
     match cmd {
         IngestCommand::CreateOrg {
             name,
@@ -106,7 +123,9 @@ pub async fn run(
                 },
             )
             .await?;
-            writeln!(out, "org {id}")?;
+            // The id alone on stdout, so scripts can take it; the sentence on stderr.
+            eprintln!("org {id} created");
+            writeln!(out, "{id}")?;
         }
         IngestCommand::SetOrg {
             org_id,
@@ -139,7 +158,8 @@ pub async fn run(
         }
         IngestCommand::CreateUser { org_id, name } => {
             let id = provision::create_user(&pool, org_id, &name).await?;
-            writeln!(out, "user {id}")?;
+            eprintln!("user {id} created in org {org_id}");
+            writeln!(out, "{id}")?;
         }
         IngestCommand::CreateTarget { user_id, target_id } => {
             provision::create_compute_target(&pool, user_id, &target_id)

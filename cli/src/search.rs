@@ -49,7 +49,7 @@ pub async fn run(
         Ok(r) => r,
         Err(e) => return refused(out, &e),
     };
-    let pool = shared::db::connect(&tenant.database_url, 1).await?;
+    let pool = shared::db::connect_tenant(tenant, 1).await?;
     let data = match search(&pool, tenant.read.search, &req).await {
         Ok(d) => d,
         Err(e) => return refused(out, &e),

@@ -119,6 +119,8 @@ pub struct Config {
     /// `SYNC_SCHEDULER`: on when deployed (running inside Lambda), off locally, unless set.
     pub scheduler_enabled: bool,
     pub ingest_rate_limit_per_minute: u32,
+    /// `SYNC_METRICS`, `SYNC_METRICS_NAMESPACE` (`crate::metrics`).
+    pub metrics: crate::metrics::Settings,
 }
 
 impl Config {
@@ -502,7 +504,9 @@ fn normalize_docs_path(path: &str) -> Option<String> {
 
 /// Read the configuration from the process environment.
 pub fn from_env() -> Result<Config, ConfigError> {
-    from_lookup(|name| std::env::var(name).ok())
+    let config = from_lookup(|name| std::env::var(name).ok())?;
+    crate::metrics::install(&config);
+    Ok(config)
 }
 
 /// Read the configuration from the process environment, with secrets given by reference
@@ -515,7 +519,9 @@ pub async fn from_env_resolved() -> Result<Config, ConfigError> {
     let resolved = RESOLVED
         .get_or_try_init(|| crate::secrets::resolve(&env, crate::secrets::SecretStores::from_env))
         .await?;
-    from_lookup(resolved.overlay(env))
+    let config = from_lookup(resolved.overlay(env))?;
+    crate::metrics::install(&config);
+    Ok(config)
 }
 
 /// Read the configuration through `lookup` (the environment, or a map in tests).
@@ -572,6 +578,7 @@ pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, Co
         sqs_endpoint: get("AWS_ENDPOINT_URL_SQS"),
         scheduler_enabled,
         ingest_rate_limit_per_minute,
+        metrics: crate::metrics::Settings::from_lookup(&get)?,
     })
 }
 
@@ -647,16 +654,115 @@ fn read_key_file(variable: &str, path: &str) -> Result<Secret, ConfigError> {
         .map_err(|e| ConfigError::new(variable, format!("cannot read '{path}': {e}")))
 }
 
+/// Parse the App key now, so that a key that cannot work is refused at start naming its setting
+/// (issue 13 §10), not at the first sync: PEM armour, a base64 body, and inside it an RSA private
+/// key's DER structure (PKCS#1 `RSA PRIVATE KEY` or PKCS#8 `PRIVATE KEY` with the rsaEncryption
+/// algorithm). The structure is walked, not the key loaded: no RSA work at a cold start. Whether
+/// GitHub trusts the key is learnt when it is used.
 fn check_pem(variable: &str, pem: &Secret) -> Result<(), ConfigError> {
-    // Only the shape is checked here; whether GitHub accepts the key is learnt when it is used.
-    if pem.expose().contains("-----BEGIN") && pem.expose().contains("PRIVATE KEY-----") {
+    pem_rsa_key(pem.expose()).map_err(|problem| ConfigError::new(variable, problem))
+}
+
+fn pem_rsa_key(text: &str) -> Result<(), String> {
+    use base64::Engine as _;
+    const SHAPE: &str = "is not a PEM private key (expected '-----BEGIN RSA PRIVATE KEY-----' or \
+                         '-----BEGIN PRIVATE KEY-----'): use the .pem file GitHub generated for the App";
+    let begin = text.find("-----BEGIN ").ok_or(SHAPE)?;
+    let after = &text[begin + "-----BEGIN ".len()..];
+    let label_end = after.find("-----").ok_or(SHAPE)?;
+    let label = &after[..label_end];
+    let body_and_end = &after[label_end + 5..];
+    let end_marker = format!("-----END {label}-----");
+    let body = &body_and_end[..body_and_end.find(&end_marker).ok_or(SHAPE)?];
+    let pkcs8 = match label {
+        "RSA PRIVATE KEY" => false,
+        "PRIVATE KEY" => true,
+        other => {
+            return Err(format!(
+                "holds a '{other}', not an RSA private key: GitHub App keys are RSA (the .pem file GitHub generated)"
+            ));
+        }
+    };
+    let compact: String = body.split_whitespace().collect();
+    let der = base64::engine::general_purpose::STANDARD
+        .decode(compact.as_bytes())
+        .map_err(|_| {
+            "has a PEM body that is not base64: the key is damaged or truncated".to_owned()
+        })?;
+    let ok = if pkcs8 {
+        pkcs8_rsa(&der)
+    } else {
+        pkcs1_rsa(&der)
+    };
+    if ok {
         Ok(())
     } else {
-        Err(ConfigError::new(
-            variable,
-            "is not a PEM private key (expected '-----BEGIN ... PRIVATE KEY-----')",
-        ))
+        Err(
+            "has a PEM body that is not an RSA private key: the key is damaged or truncated \
+             (use the .pem file GitHub generated for the App)"
+                .to_owned(),
+        )
     }
+}
+
+/// One DER element: its tag, its contents and what follows it.
+fn der_element(bytes: &[u8]) -> Option<(u8, &[u8], &[u8])> {
+    let (&tag, rest) = bytes.split_first()?;
+    let (&first, rest) = rest.split_first()?;
+    let (len, rest) = if first < 0x80 {
+        (usize::from(first), rest)
+    } else {
+        let n = usize::from(first & 0x7f);
+        if n == 0 || n > 4 || rest.len() < n {
+            return None;
+        }
+        let len = rest[..n]
+            .iter()
+            .fold(0usize, |acc, b| (acc << 8) | usize::from(*b));
+        (len, &rest[n..])
+    };
+    (rest.len() >= len).then(|| (tag, &rest[..len], &rest[len..]))
+}
+
+const DER_SEQUENCE: u8 = 0x30;
+const DER_INTEGER: u8 = 0x02;
+const DER_OCTET_STRING: u8 = 0x04;
+const DER_OID: u8 = 0x06;
+/// 1.2.840.113549.1.1.1, rsaEncryption.
+const RSA_ENCRYPTION_OID: &[u8] = &[0x2a, 0x86, 0x48, 0x86, 0xf7, 0x0d, 0x01, 0x01, 0x01];
+
+/// PKCS#1 `RSAPrivateKey`: one SEQUENCE of (at least) nine INTEGERs, nothing after it.
+fn pkcs1_rsa(der: &[u8]) -> bool {
+    let Some((DER_SEQUENCE, mut fields, [])) = der_element(der) else {
+        return false;
+    };
+    for _ in 0..9 {
+        match der_element(fields) {
+            Some((DER_INTEGER, value, rest)) if !value.is_empty() => fields = rest,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// PKCS#8 `PrivateKeyInfo`: version, the rsaEncryption algorithm, then a PKCS#1 key.
+fn pkcs8_rsa(der: &[u8]) -> bool {
+    let Some((DER_SEQUENCE, fields, [])) = der_element(der) else {
+        return false;
+    };
+    let Some((DER_INTEGER, _, fields)) = der_element(fields) else {
+        return false;
+    };
+    let Some((DER_SEQUENCE, algorithm, fields)) = der_element(fields) else {
+        return false;
+    };
+    let Some((DER_OID, oid, _)) = der_element(algorithm) else {
+        return false;
+    };
+    let Some((DER_OCTET_STRING, key, _)) = der_element(fields) else {
+        return false;
+    };
+    oid == RSA_ENCRYPTION_OID && pkcs1_rsa(key)
 }
 
 fn rate_limit_budget(get: &impl Fn(&str) -> Option<String>) -> Result<u64, ConfigError> {
@@ -864,6 +970,8 @@ mod tests {
     }
 
     const DB: (&str, &str) = ("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/x");
+    /// A real RSA key (PKCS#1), the one the fake GitHub trusts.
+    const KEY: &str = include_str!("../../tests/fixtures/keys/app.pem");
 
     #[test]
     fn missing_database_url_names_the_variable() {
@@ -983,10 +1091,7 @@ mod tests {
             DB,
             ("GITHUB_APP_ID", "abc"),
             ("GITHUB_INSTALLATION_ID", "3"),
-            (
-                "GITHUB_APP_PRIVATE_KEY",
-                "-----BEGIN RSA PRIVATE KEY-----\\nx\\n-----END RSA PRIVATE KEY-----",
-            ),
+            ("GITHUB_APP_PRIVATE_KEY", KEY),
         ])
         .unwrap_err();
         assert_eq!(err.variable, "GITHUB_APP_ID");
@@ -1011,21 +1116,64 @@ mod tests {
             ("GITHUB_APP_ID", "1"),
             ("GITHUB_INSTALLATION_ID", "3"),
             ("GITHUB_API_URL", "http://127.0.0.1:9/"),
-            (
-                "GITHUB_APP_PRIVATE_KEY",
-                "-----BEGIN PRIVATE KEY-----\\nx\\n-----END PRIVATE KEY-----",
-            ),
+            ("GITHUB_APP_PRIVATE_KEY", KEY),
         ])
         .unwrap();
         let gh = ok.tenants[0].github.as_ref().unwrap();
         assert_eq!(gh.installation_id, 3);
-        assert!(
-            gh.private_key_pem.expose().contains('\n'),
-            "\\n is unescaped"
-        );
+        assert_eq!(gh.private_key_pem.expose(), KEY);
         assert!(
             !format!("{gh:?}").contains("BEGIN"),
             "the key never reaches Debug output"
+        );
+    }
+
+    #[test]
+    fn the_app_key_is_parsed_at_start_and_a_junk_body_is_refused_naming_its_setting() {
+        let app = |key: &str| {
+            cfg(&[
+                DB,
+                ("GITHUB_APP_ID", "1"),
+                ("GITHUB_INSTALLATION_ID", "3"),
+                ("GITHUB_APP_PRIVATE_KEY", key),
+            ])
+        };
+        app(KEY).unwrap();
+        app(include_str!("../../tests/fixtures/keys/app.pkcs8.pem")).unwrap();
+        // As an environment variable often carries it: one line, "\n" escaped.
+        let escaped = app(&KEY.replace('\n', "\\n")).unwrap();
+        assert_eq!(
+            escaped.tenants[0]
+                .github
+                .as_ref()
+                .unwrap()
+                .private_key_pem
+                .expose(),
+            KEY,
+            "\\n is unescaped"
+        );
+        let junk_body = [
+            "-----BEGIN RSA PRIVATE KEY-----\nbm90IGEga2V5\n-----END RSA PRIVATE KEY-----",
+            "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----",
+            "-----BEGIN RSA PRIVATE KEY-----\nnot base64 at all!\n-----END RSA PRIVATE KEY-----",
+            "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEE\n-----END EC PRIVATE KEY-----",
+            "-----BEGIN RSA PRIVATE KEY-----\nMIIB\n",
+            "not a key",
+        ];
+        for junk in junk_body {
+            let err = app(junk).unwrap_err();
+            assert_eq!(err.variable, "GITHUB_APP_PRIVATE_KEY", "{junk}");
+            assert!(
+                !err.to_string().contains("bm90"),
+                "the key never reaches the message"
+            );
+        }
+        // A truncated copy of a real key: armour and base64 intact, the structure cut short.
+        let lines: Vec<&str> = KEY.lines().collect();
+        let truncated = [&lines[..5], &lines[lines.len() - 1..]].concat().join("\n");
+        assert_eq!(
+            app(&truncated).unwrap_err().variable,
+            "GITHUB_APP_PRIVATE_KEY"
         );
     }
 
@@ -1035,10 +1183,7 @@ mod tests {
             DB,
             ("GITHUB_APP_ID", "1"),
             ("GITHUB_INSTALLATION_ID", "3"),
-            (
-                "GITHUB_APP_PRIVATE_KEY",
-                "-----BEGIN PRIVATE KEY-----\\nx\\n-----END PRIVATE KEY-----",
-            ),
+            ("GITHUB_APP_PRIVATE_KEY", KEY),
         ];
         let derived = cfg(&app).unwrap();
         assert_eq!(

@@ -6,10 +6,10 @@
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
-use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{Connection, PgConnection, PgPool};
 
-use crate::config::Secret;
+use crate::config::{Secret, TenantConfig};
 
 /// The schema, embedded in every binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
@@ -30,6 +30,113 @@ pub async fn connect(url: &Secret, max_connections: u32) -> Result<PgPool, sqlx:
     pool_options(max_connections)
         .connect_with(options.application_name("syncplane"))
         .await
+}
+
+/// Open a pool for `tenant` once one connection has proved the database answers: a database that
+/// does not is one [`Unreachable`] line, at once.
+pub async fn connect_tenant(
+    tenant: &TenantConfig,
+    max_connections: u32,
+) -> Result<PgPool, Unreachable> {
+    reach(tenant).await?;
+    let options: PgConnectOptions = tenant
+        .database_url
+        .expose()
+        .parse()
+        .map_err(|e| Unreachable::new(tenant, &e))?;
+    pool_options(max_connections)
+        .connect_with(options.application_name("syncplane"))
+        .await
+        .map_err(|e| Unreachable::new(tenant, &e))
+}
+
+/// How long one connection attempt may take before the database counts as unreachable.
+pub const REACH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A database that does not answer, as one operator line (issue 13 §10): the setting, the host,
+/// port and database name (never the user or password), the cause, what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{setting}: cannot connect to the database at {target}: {cause} (check that Postgres runs there and that {setting} is right)"
+)]
+pub struct Unreachable {
+    pub setting: String,
+    pub target: String,
+    pub cause: String,
+}
+
+impl Unreachable {
+    fn new(tenant: &TenantConfig, e: &dyn std::fmt::Display) -> Self {
+        Self::with_cause(tenant, cause_line(&e.to_string()))
+    }
+
+    fn with_cause(tenant: &TenantConfig, cause: String) -> Self {
+        Self {
+            setting: database_setting(tenant),
+            target: target(&tenant.database_url),
+            cause,
+        }
+    }
+}
+
+/// The setting that holds a tenant's database URL.
+pub fn database_setting(tenant: &TenantConfig) -> String {
+    if tenant.id.as_str() == crate::config::DEFAULT_TENANT {
+        "DATABASE_URL".to_owned()
+    } else {
+        format!("TENANTS_FILE: tenants[{}].databaseUrl", tenant.id)
+    }
+}
+
+/// `host:port/database` of a URL (what an operator needs to find it; no credentials).
+fn target(url: &Secret) -> String {
+    match url.expose().parse::<PgConnectOptions>() {
+        Ok(o) => format!(
+            "{}:{}/{}",
+            o.get_host(),
+            o.get_port(),
+            o.get_database().unwrap_or(o.get_username())
+        ),
+        Err(_) => "an unparsable URL".to_owned(),
+    }
+}
+
+/// An error's text on one line, without anything secret (a driver never prints the password,
+/// but the URL scrubber runs anyway), and without sqlx's repeated wrapping ("error communicating
+/// with database: X (os error 111)" says X once).
+fn cause_line(text: &str) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let line = line
+        .strip_prefix("error communicating with database: ")
+        .unwrap_or(&line)
+        .to_owned();
+    crate::telemetry::redact(&line).into_owned()
+}
+
+/// One direct connection, at most [`REACH_TIMEOUT`]: the pool would retry a refused connection
+/// until its acquire timeout and then report only that it timed out, losing the cause.
+pub async fn reach(tenant: &TenantConfig) -> Result<(), Unreachable> {
+    let options: PgConnectOptions = tenant
+        .database_url
+        .expose()
+        .parse()
+        .map_err(|e| Unreachable::new(tenant, &e))?;
+    match tokio::time::timeout(REACH_TIMEOUT, PgConnection::connect_with(&options)).await {
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            Ok(())
+        }
+        Ok(Err(sqlx::Error::Database(e))) => {
+            // The server's own words ("database \"x\" does not exist", "password authentication
+            // failed for user \"app\""), without the driver's wrapping.
+            Err(Unreachable::with_cause(tenant, cause_line(e.message())))
+        }
+        Ok(Err(e)) => Err(Unreachable::new(tenant, &e)),
+        Err(_) => Err(Unreachable::with_cause(
+            tenant,
+            format!("no answer within {} s", REACH_TIMEOUT.as_secs()),
+        )),
+    }
 }
 
 fn pool_options(max_connections: u32) -> PgPoolOptions {

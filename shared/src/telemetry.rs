@@ -3,6 +3,8 @@
 //! - Logs go to standard error, never standard output: a command's result (`syncplane sync
 //!   --json`) owns stdout, and no logging thread ever contends for the stdout lock.
 //! - Colours only when standard error is a terminal; JSON (Lambda, CloudWatch) never has them.
+//! - One span field per JSON line (`span`, not also `spans`: issue 13 §11).
+//! - Metrics (`metrics`) are the one thing written to standard output by a function.
 //! - No filter setting can expose a secret: the Lambda runtime's raw-event targets are capped
 //!   below `trace` by a filter `RUST_LOG` cannot override, and every formatted line passes
 //!   through [`redact`] (bearer tokens, webhook signatures, GitHub and device tokens, passwords
@@ -11,7 +13,7 @@
 use std::io::{IsTerminal, Write};
 
 use tracing::{Level, Metadata};
-use tracing_subscriber::filter::{FilterExt, filter_fn};
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::fmt::MakeWriter;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
@@ -28,18 +30,30 @@ pub const RAW_EVENT_TARGETS: &[&str] = &[
 /// `RUST_LOG` filters; the default is `info`.
 pub fn init(json: bool) {
     let env = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
-    let filter = env.and(filter_fn(|meta| !is_raw_event(meta)));
     let layer = tracing_subscriber::fmt::layer()
         .with_target(false)
         .with_writer(RedactingStderr);
     let layer = if json {
-        layer.json().without_time().with_ansi(false).boxed()
+        // One span field per line: the current span only, not also the list of every span
+        // (the runtime's invoke span would appear twice, with its request id each time).
+        layer
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .without_time()
+            .with_ansi(false)
+            .boxed()
     } else {
         layer.with_ansi(std::io::stderr().is_terminal()).boxed()
     };
-    // A second init (tests, warm invocations) is harmless: the first subscriber stays.
+    // Global filters, not one per-layer `EnvFilter::and(filter_fn)`: combined per layer, the
+    // callsite interest they cached dropped `info` events at `RUST_LOG=info` (a run's start and
+    // finish lines never appeared at the default level). A second init (tests, warm
+    // invocations) is harmless: the first subscriber stays.
     let _ = tracing_subscriber::registry()
-        .with(layer.with_filter(filter))
+        .with(env)
+        .with(filter_fn(|meta| !is_raw_event(meta)))
+        .with(layer)
         .try_init();
 }
 

@@ -6,18 +6,21 @@
 use lambda_http::{Error, Request, run, service_fn};
 use shared::ingest::{IngestState, handle};
 use shared::schema::SchemaGuard;
+use shared::start::OrExit;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
-    let config = shared::config::from_env_resolved().await?;
+    let config = shared::start::config().await;
+    shared::start::check_databases(&config).await;
     // Ingest serves the FIRST configured tenant's database: device tokens carry no tenant, so a
     // multi-tenant deployment runs one ingest function per tenant database.
     let tenant = config
         .tenants
         .first()
-        .ok_or("no tenant configured (DATABASE_URL or TENANTS_FILE)")?;
-    let pool = shared::db::lazy_pool(&tenant.database_url, shared::db::DEFAULT_POOL_SIZE)?;
+        .or_exit("configuration error: no tenant configured (DATABASE_URL or TENANTS_FILE)");
+    let pool = shared::db::lazy_pool(&tenant.database_url, shared::db::DEFAULT_POOL_SIZE)
+        .or_exit("configuration error: DATABASE_URL");
     let state = IngestState {
         pool,
         rate_limit_per_minute: config.ingest_rate_limit_per_minute,

@@ -9,7 +9,9 @@ use shared::scheduler::tick::{TickFunction, TickReport};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
-    let tick = &TickFunction::new(&shared::config::from_env_resolved().await?).await;
+    let config = shared::start::config().await;
+    shared::start::check_databases(&config).await;
+    let tick = &TickFunction::new(&config).await;
     run(service_fn(
         move |_event: LambdaEvent<EventBridgeEvent>| async move {
             let config = shared::config::from_env_resolved().await?;

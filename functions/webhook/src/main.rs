@@ -5,15 +5,21 @@
 use lambda_http::{Error, Request, run, service_fn};
 use shared::app::{AppState, check_deployed_backend};
 use shared::schema::SchemaGuard;
+use shared::start::OrExit;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
-    let config = shared::config::from_env_resolved().await?;
+    let config = shared::start::config().await;
+    shared::start::check_databases(&config).await;
     check_deployed_backend(&config, |k| std::env::var(k).ok());
-    let state = AppState::from_config(&config, shared::db::DEFAULT_POOL_SIZE).await?;
+    let state = AppState::from_config(&config, shared::db::DEFAULT_POOL_SIZE)
+        .await
+        .or_exit("configuration error");
     let state = &state;
-    let pool = state.default_pool().ok_or("no tenant configured")?;
+    let pool = state
+        .default_pool()
+        .or_exit("configuration error: no tenant configured (DATABASE_URL or TENANTS_FILE)");
     let schema = &SchemaGuard::default();
     run(service_fn(move |req: Request| async move {
         Ok::<_, Error>(

@@ -8,17 +8,22 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use shared::jobs::Tenants;
 use shared::jobs::worker::Worker;
+use shared::start::OrExit;
 use shared::sync::workspace::RunOptions;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
-    let config = shared::config::from_env_resolved().await?;
-    let tenants = Arc::new(Tenants::from_config(
-        &config,
-        shared::db::DEFAULT_POOL_SIZE,
-        RunOptions::default(),
-    )?);
+    let config = shared::start::config().await;
+    shared::start::check_databases(&config).await;
+    let tenants = Arc::new(
+        Tenants::from_config(
+            &config,
+            shared::db::DEFAULT_POOL_SIZE,
+            RunOptions::default(),
+        )
+        .or_exit("configuration error: DATABASE_URL"),
+    );
     let jobs = shared::jobs::sqs::jobs_adapter(&config, tenants.clone()).await;
     let worker = &Worker::new(tenants, jobs);
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {

@@ -37,7 +37,11 @@ pub fn authenticate_any(
     let sync = sync.filter(|s| !s.expose().is_empty());
     let read = read.filter(|s| !s.expose().is_empty());
     if sync.is_none() && read.is_none() {
-        tracing::warn!("SYNC_API_TOKEN is not configured: every sync API request is refused");
+        // A setting, not an event: said once per process, not on every request.
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::warn!("SYNC_API_TOKEN is not configured: every sync API request is refused");
+        });
         return Err(ApiError::Unauthenticated);
     }
     let digest = Sha256::digest(presented.as_bytes());

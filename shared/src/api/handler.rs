@@ -2,8 +2,8 @@
 //!
 //! Tenants: the API serves the default tenant (the first configured one); `?tenant=<id>` picks
 //! another, authenticated with that tenant's own `syncApiToken` (or, on GET routes, its read-only
-//! `readToken`). `GET /api/openapi.json` is the one route without tenant or token: the contract
-//! holds no data.
+//! `readToken`). `GET /api/openapi.json` and `GET /api/health` are the routes without tenant or
+//! token: the contract holds no data, the health report no secret.
 
 use http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
@@ -13,19 +13,32 @@ use super::auth::Access;
 use super::error::{ApiError, db_failure};
 use super::http::{body_bytes, respond, route_path};
 use super::read::route::{ReadRoute, match_read};
-use super::{auth, openapi, read, sync};
+use super::{auth, health, openapi, read, sync};
 use crate::app::AppState;
 use crate::config::{TenantConfig, TenantId};
 use crate::envelope;
+use crate::schema::SchemaGuard;
 
 pub const SYNC_PATH: &str = "/api/sync";
 pub const REPOS_PATH: &str = "/api/repos";
 pub const RUNS_PATH: &str = "/api/sync/runs";
 
+/// What the function serves: the health route before the schema check (it reports the schema
+/// itself, and must answer while it is behind), everything else behind it.
+pub async fn serve(state: &AppState, schema: &SchemaGuard, req: Request) -> Response<Body> {
+    match state.default_pool() {
+        Some(pool) if !health::is_health(&req) => schema.serve(pool, handle(state, req)).await,
+        _ => handle(state, req).await,
+    }
+}
+
 /// Answer one request; never fails (every error is an enveloped response).
 pub async fn handle(state: &AppState, req: Request) -> Response<Body> {
     if let Some(document) = openapi::serve(&req) {
         return document;
+    }
+    if health::is_health(&req) {
+        return health::serve(&req, state.default_pool()).await;
     }
     match route(state, &req).await {
         Ok((status, data)) => {

@@ -125,7 +125,7 @@ impl GithubClient {
                     .iter()
                     .map(|e| e.kind.as_deref().unwrap_or("(none)"))
                     .collect();
-                warn!(errors = ?kinds, has_data = answer.data.is_some(), "GraphQL answer carries errors");
+                warn!(errors = %kinds.join(","), has_data = answer.data.is_some(), "GraphQL answer carries errors");
             }
             return Ok(answer);
         }

@@ -132,7 +132,10 @@ pub(crate) fn read_heads(
     let mut named = vec![(false, false); repos.len()];
     for error in &reply.errors {
         let (index, verdict) = addressed(error, repos.len()).ok_or_else(|| {
-            warn!(kind = ?error.kind, "GraphQL head check: an error not addressed to a repository");
+            warn!(
+                kind = error.kind.as_deref().unwrap_or("none"),
+                "GraphQL head check: an error not addressed to a repository"
+            );
             GithubError::Decode
         })?;
         match verdict {

@@ -28,11 +28,26 @@ pub struct IngestState {
     pub rate_limit_per_minute: u32,
 }
 
+/// What a batch was found to be, as far as its handling got (its metrics).
+#[derive(Debug, Default)]
+struct BatchFacts {
+    /// Bytes as sent (gzip or plain).
+    wire_bytes: usize,
+    /// Bytes after inflating, once decoded.
+    inflated_bytes: Option<usize>,
+    /// Sessions stored, once the batch is accepted.
+    sessions: Option<usize>,
+}
+
 /// Answer one request; never fails (every error is an enveloped response).
 pub async fn handle(state: &IngestState, req: Request) -> Response<Body> {
     let started = std::time::Instant::now();
-    let result = route(state, &req).await;
+    let mut facts = None;
+    let result = route(state, &req, &mut facts).await;
     let elapsed: Duration = started.elapsed();
+    if let Some(facts) = &facts {
+        batch_metrics(facts, result.as_ref().err(), elapsed).emit();
+    }
     match result {
         Ok(data) => {
             tracing::info!(
@@ -70,14 +85,66 @@ pub fn error_response(e: &IngestError) -> Response<Body> {
     respond(e.status(), &body, headers)
 }
 
-async fn route(state: &IngestState, req: &Request) -> Result<serde_json::Value, IngestError> {
+/// A batch's metrics (issue 13 §5): one `IngestBatches` by outcome, its bytes on the wire and
+/// inflated, the sessions accepted, and a refusal counted under its code.
+fn batch_metrics(
+    facts: &BatchFacts,
+    refused: Option<&IngestError>,
+    elapsed: Duration,
+) -> crate::metrics::Record {
+    use crate::metrics::{Record, Unit};
+    let outcome = if refused.is_some() {
+        "refused"
+    } else {
+        "accepted"
+    };
+    let mut r = Record::new(crate::metrics::default_tenant())
+        .metric_by(&[("Outcome", outcome)], "IngestBatches", Unit::Count, 1)
+        .metric("IngestWireBytes", Unit::Bytes, facts.wire_bytes as f64)
+        .metric(
+            "IngestDuration",
+            Unit::Milliseconds,
+            elapsed.as_millis() as f64,
+        );
+    if let Some(inflated) = facts.inflated_bytes {
+        r = r.metric("IngestInflatedBytes", Unit::Bytes, inflated as f64);
+    }
+    if let Some(sessions) = facts.sessions {
+        r = r.metric("IngestSessions", Unit::Count, sessions as f64);
+    }
+    if let Some(e) = refused {
+        r = r.metric_by(
+            &[("Code", refusal_code(e))],
+            "IngestRefusals",
+            Unit::Count,
+            1,
+        );
+    }
+    r
+}
+
+/// A refusal's code for metrics: its stable code, or for the statuses that carry none (400,
+/// 413) a name of the status.
+fn refusal_code(e: &IngestError) -> &'static str {
+    e.code().unwrap_or(match e {
+        IngestError::PayloadTooLarge => "payload_too_large",
+        _ => "bad_request",
+    })
+}
+
+async fn route(
+    state: &IngestState,
+    req: &Request,
+    facts: &mut Option<BatchFacts>,
+) -> Result<serde_json::Value, IngestError> {
     match (route_path(req), req.method()) {
         (HELLO_PATH, &Method::GET) => {
             auth::authenticate(&state.pool, req.headers()).await?;
             Ok(hello_ack())
         }
         (SYNC_PATH, &Method::POST) => {
-            sync(state, req).await?;
+            let facts = facts.insert(BatchFacts::default());
+            sync(state, req, facts).await?;
             Ok(json!({ "synced": true }))
         }
         (HELLO_PATH, _) => Err(IngestError::MethodNotAllowed { allow: "GET" }),
@@ -100,11 +167,17 @@ pub fn hello_ack() -> serde_json::Value {
 }
 
 /// POST: the contract's steps 1 to 8, in order.
-async fn sync(state: &IngestState, req: &Request) -> Result<(), IngestError> {
+async fn sync(
+    state: &IngestState,
+    req: &Request,
+    facts: &mut BatchFacts,
+) -> Result<(), IngestError> {
+    facts.wire_bytes = body_bytes(req.body()).len();
     // 1. Authenticate.
     let device: Device = auth::authenticate(&state.pool, req.headers()).await?;
     // 2. Bound and decode, then check the JSON (duplicate keys refused).
     let decoded = decode::bound_and_decode(req.headers(), body_bytes(req.body()))?;
+    facts.inflated_bytes = Some(decoded.len());
     let checked = strict_json::check(&decoded).map_err(|e| {
         tracing::debug!(error = %e, "invalid JSON");
         IngestError::bad_request("invalid JSON")
@@ -145,5 +218,7 @@ async fn sync(state: &IngestState, req: &Request) -> Result<(), IngestError> {
         &batch.sessions,
         device.frustration_opt_in,
     )
-    .await
+    .await?;
+    facts.sessions = Some(batch.sessions.len());
+    Ok(())
 }

@@ -100,7 +100,7 @@ async fn fan_out(
     trigger: Trigger,
     queue: &SqsAdapter,
 ) -> Result<FanOut, sqlx::Error> {
-    let run = Run::start(&ws.pool, trigger, None).await?;
+    let run = Run::start(ws, trigger, None).await?;
     let usage_before = ws.client.usage();
     let mut counts = RunCounts::default();
     let result = list_and_send(ws, trigger, queue, &mut counts).await;
@@ -118,7 +118,7 @@ async fn fan_out(
             (RunStatus::Failed, Some(stopped), 0, github)
         }
     };
-    run.finish(&ws.pool, status, &counts, stopped).await?;
+    run.finish(ws, status, &counts, stopped).await?;
     tracing::info!(
         run_id,
         repositories,

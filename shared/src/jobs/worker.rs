@@ -46,6 +46,16 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    /// The verdict's name in logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Done => "done",
+            Self::Requeued { .. } => "requeued",
+            Self::Dropped { .. } => "dropped",
+            Self::Retry { .. } => "retry",
+        }
+    }
+
     pub fn is_failure(&self) -> bool {
         matches!(self, Verdict::Retry { .. })
     }
@@ -96,7 +106,7 @@ impl Worker {
                     response.batch_item_failures.push(failure);
                 }
                 None => tracing::error!(
-                    ?verdict,
+                    verdict = verdict.name(),
                     "a failed message has no id and cannot be named for redelivery"
                 ),
             }

@@ -119,7 +119,12 @@ async fn tick_tenant(
             }
         }
     }
-    tracing::info!(tenant = id, full_sync = ?report.full_sync, submitted = ?report.submitted, "tick");
+    tracing::info!(
+        tenant = id,
+        full_sync = report.full_sync.map_or("none", Trigger::as_str),
+        submitted = %report.submitted.join(","),
+        "tick"
+    );
     report
 }
 

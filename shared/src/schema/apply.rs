@@ -88,9 +88,9 @@ pub async fn migrate_tenants(config: &Config) -> Result<Vec<(String, Migrated)>,
         let fail = |what: &str, e: &dyn std::fmt::Display| {
             format!("tenant {}: {what}: {}", tenant.id, one_line(&e.to_string()))
         };
-        let pool = db::connect(&tenant.database_url, 1)
+        let pool = db::connect_tenant(tenant, 1)
             .await
-            .map_err(|e| fail("cannot connect to DATABASE_URL", &e))?;
+            .map_err(|e| format!("tenant {}: {e}", tenant.id))?;
         let migrated = migrate_locked(&pool)
             .await
             .map_err(|e| fail("migration failed", &e));

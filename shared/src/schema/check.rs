@@ -58,13 +58,20 @@ pub fn build_version() -> i64 {
 /// deployment migrated first; migrations are additive). A database error is returned as is:
 /// the handler then meets it and answers as it always does.
 pub async fn behind(pool: &PgPool) -> Result<Option<SchemaBehind>, sqlx::Error> {
+    let (database, missing) = versions(pool).await?;
+    Ok(missing.then(|| SchemaBehind {
+        database,
+        build: build_version(),
+    }))
+}
+
+/// The newest version applied in the database (0: none), and whether any migration of this build
+/// is missing from it.
+pub async fn versions(pool: &PgPool) -> Result<(i64, bool), sqlx::Error> {
     let mut conn = pool.acquire().await?;
     let applied = applied_versions(&mut conn).await?;
     let missing = MIGRATOR.iter().any(|m| !applied.contains(&m.version));
-    Ok(missing.then(|| SchemaBehind {
-        database: applied.last().copied().unwrap_or(0),
-        build: build_version(),
-    }))
+    Ok((applied.last().copied().unwrap_or(0), missing))
 }
 
 /// One per execution environment (and per database it guards).

@@ -106,7 +106,7 @@ pub async fn request_sync(
     };
 
     let scope = format!("{}/{}", repo.owner, repo.name);
-    let mut run = match Run::start(&ws.pool, trigger, Some(&scope)).await {
+    let mut run = match Run::start(ws, trigger, Some(&scope)).await {
         Ok(run) => run,
         Err(e) => {
             lock.release().await;
@@ -133,7 +133,7 @@ pub async fn request_sync(
                 status
             };
             let run_id = run.id;
-            run.finish(&ws.pool, status, &counts, None).await?;
+            run.finish(ws, status, &counts, None).await?;
             Ok(RequestOutcome::Synced {
                 run_id,
                 passes,
@@ -141,7 +141,7 @@ pub async fn request_sync(
             })
         }
         Err(e) => {
-            run.finish(&ws.pool, RunStatus::Failed, &counts, Some(stopped(&e)))
+            run.finish(ws, RunStatus::Failed, &counts, Some(stopped(&e)))
                 .await?;
             Err(e)
         }

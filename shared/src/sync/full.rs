@@ -47,7 +47,7 @@ impl RunReport {
 
 /// `syncAll`: one full run.
 pub async fn sync_all(ws: &Workspace, trigger: Trigger) -> Result<RunReport, sqlx::Error> {
-    let mut run = Run::start(&ws.pool, trigger, None).await?;
+    let mut run = Run::start(ws, trigger, None).await?;
     let usage_before = ws.client.usage();
     let mut counts = RunCounts::default();
     let result = full_run(ws, &mut run, &mut counts).await;
@@ -70,7 +70,7 @@ async fn finish(
     if let Err(e) = &result {
         tracing::warn!(run_id, error = %e, "run failed");
     }
-    run.finish(&ws.pool, status, &counts, stop).await?;
+    run.finish(ws, status, &counts, stop).await?;
     Ok(RunReport::new(run_id, status, counts, stop))
 }
 
@@ -175,7 +175,7 @@ pub async fn drain_sync_requests(
     if waiting(ws).await?.is_empty() {
         return Ok(None);
     }
-    let mut run = Run::start(&ws.pool, trigger, None).await?;
+    let mut run = Run::start(ws, trigger, None).await?;
     let usage_before = ws.client.usage();
     let mut counts = RunCounts::default();
     let result = drain_into(ws, &mut run, &mut counts).await;

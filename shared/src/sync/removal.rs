@@ -31,6 +31,18 @@ pub enum Signal {
     Webhook,
 }
 
+impl Signal {
+    /// The signal's name in logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::AbsentTwice => "absent_twice",
+            Self::NotSelected => "not_selected",
+            Self::Archived => "archived",
+            Self::Webhook => "webhook",
+        }
+    }
+}
+
 /// Whether the configuration selects a listed repository (archived ones never are).
 pub fn selected(config: &SyncConfig, repo: &RepoInfo) -> bool {
     !repo.archived && config.selects(&format!("{}/{}", repo.owner, repo.name))
@@ -83,7 +95,7 @@ pub async fn apply_after_listing(
     let mut removed = 0;
     for (github_id, signal) in remove {
         if delete(pool, github_id, Some(listed_at)).await? {
-            tracing::info!(github_id, ?signal, "repository removed");
+            tracing::info!(github_id, signal = signal.as_str(), "repository removed");
             removed += 1;
         }
     }

@@ -7,9 +7,10 @@ use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use crate::github::{GithubError, Usage};
-
+use crate::metrics::{Record, Unit};
 use crate::sync::lock::{HeldLock, run_key};
 use crate::sync::persist::Counts;
+use crate::sync::workspace::Workspace;
 
 /// What started a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -143,12 +144,31 @@ impl Stopped {
 pub struct Run {
     pub id: i64,
     lock: HeldLock,
+    trigger: Trigger,
+    started: std::time::Instant,
 }
 
 impl Run {
     /// Take the run lock, then insert the `running` row that names it: the row never exists
     /// without its lock being held (until the process dies, which is what the reaper looks for).
+    /// Logs the run's start line (issue 13 §11: the run id on every run's start and finish).
     pub async fn start(
+        ws: &Workspace,
+        trigger: Trigger,
+        scope: Option<&str>,
+    ) -> Result<Self, sqlx::Error> {
+        let run = Self::insert(&ws.pool, trigger, scope).await?;
+        tracing::info!(
+            run_id = run.id,
+            tenant = %ws.tenant,
+            trigger = trigger.as_str(),
+            scope = scope.unwrap_or("all"),
+            "run started"
+        );
+        Ok(run)
+    }
+
+    async fn insert(
         pool: &PgPool,
         trigger: Trigger,
         scope: Option<&str>,
@@ -176,7 +196,12 @@ impl Run {
             lock.release().await;
             return Err(e);
         }
-        Ok(Self { id, lock })
+        Ok(Self {
+            id,
+            lock,
+            trigger,
+            started: std::time::Instant::now(),
+        })
     }
 
     /// Whether the run still holds its lock (its connection may have been terminated).
@@ -184,8 +209,35 @@ impl Run {
         self.lock.is_held().await
     }
 
-    /// Record the end of the run and release its lock.
+    /// Record the end of the run, release its lock, log its finish line and emit its metrics
+    /// (issue 13 §5: runs by status, repositories, GitHub requests and rate limit remaining).
     pub async fn finish(
+        self,
+        ws: &Workspace,
+        status: RunStatus,
+        counts: &RunCounts,
+        stopped: Option<Stopped>,
+    ) -> Result<(), sqlx::Error> {
+        let (id, trigger, elapsed) = (self.id, self.trigger, self.started.elapsed());
+        let recorded = self.record(&ws.pool, status, counts, stopped).await;
+        tracing::info!(
+            run_id = id,
+            tenant = %ws.tenant,
+            trigger = trigger.as_str(),
+            status = status.as_str(),
+            error = stopped.map(|s| s.code),
+            repos_synced = counts.repos_synced,
+            repos_unchanged = counts.repos_unchanged,
+            repos_failed = counts.repos_failed,
+            github_requests = counts.github_requests,
+            elapsed_ms = elapsed.as_millis() as u64,
+            "run finished"
+        );
+        run_metrics(ws, trigger, status, counts, elapsed).emit();
+        recorded
+    }
+
+    async fn record(
         self,
         pool: &PgPool,
         status: RunStatus,
@@ -223,6 +275,60 @@ impl Run {
         self.lock.release().await;
         result.map(|_| ())
     }
+}
+
+/// The metrics of one finished run: one `Runs` by status and trigger, its counts, and the rate
+/// limit GitHub reported last (by resource: `core`, `graphql`).
+fn run_metrics(
+    ws: &Workspace,
+    trigger: Trigger,
+    status: RunStatus,
+    c: &RunCounts,
+    elapsed: std::time::Duration,
+) -> Record {
+    let n = |v: u64| v as f64;
+    let mut r = Record::new(ws.tenant.as_str())
+        .metric_by(
+            &[("Status", status.as_str()), ("Trigger", trigger.as_str())],
+            "Runs",
+            Unit::Count,
+            1,
+        )
+        .metric("ReposSynced", Unit::Count, c.repos_synced)
+        .metric("ReposUnchanged", Unit::Count, c.repos_unchanged)
+        .metric("ReposFailed", Unit::Count, c.repos_failed)
+        .metric("ReposRemoved", Unit::Count, c.repos_removed)
+        .metric("DocsAdded", Unit::Count, c.docs_added)
+        .metric("DocsChanged", Unit::Count, c.docs_changed)
+        .metric("DocsRemoved", Unit::Count, c.docs_removed)
+        .metric("GithubRequests", Unit::Count, n(c.github_requests))
+        .metric("GithubRestRequests", Unit::Count, n(c.github_rest_requests))
+        .metric(
+            "GithubGraphqlRequests",
+            Unit::Count,
+            n(c.github_graphql_requests),
+        )
+        .metric("GithubRestUnits", Unit::Count, n(c.github_rest_units))
+        .metric(
+            "GithubGraphqlPoints",
+            Unit::Count,
+            n(c.github_graphql_points),
+        )
+        .metric(
+            "RunDuration",
+            Unit::Milliseconds,
+            elapsed.as_millis() as f64,
+        );
+    if let Some(limit) = ws.client.rate_limit() {
+        let resource = limit.resource.as_deref().unwrap_or("core");
+        r = r.metric_by(
+            &[("Resource", resource)],
+            "GithubRateLimitRemaining",
+            Unit::Count,
+            limit.remaining,
+        );
+    }
+    r
 }
 
 /// A count as the `integer` column stores it (saturating; a run never gets near it).

@@ -171,7 +171,11 @@ async fn accept(
     // 2. The signature, over the bytes GitHub sent.
     let body = body_bytes(req.body());
     if tenant.webhook_secrets.is_empty() {
-        tracing::warn!(tenant = %tenant.id, "no webhook secret configured: every delivery is refused");
+        // A setting, not an event: said once per process, not on every delivery.
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::warn!(tenant = %tenant.id, "no webhook secret configured: every delivery is refused");
+        });
     }
     signature::verify(
         &tenant.webhook_secrets,

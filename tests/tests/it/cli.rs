@@ -219,11 +219,15 @@ async fn status_json_shows_each_repository_and_the_recent_runs() {
 }
 
 /// The number after `label` in a line such as `org 7`.
-fn id_after(out: &str, label: &str) -> i64 {
-    out.trim()
-        .strip_prefix(label)
-        .and_then(|rest| rest.trim().parse().ok())
-        .unwrap_or_else(|| panic!("expected `{label} <id>`, got {out:?}"))
+/// `create-org` and `create-user` print the id alone (issue 13 §11: scriptable).
+fn bare_id(out: &str) -> i64 {
+    assert!(
+        out.ends_with('\n') && out.lines().count() == 1,
+        "one line: {out:?}"
+    );
+    out.trim_end()
+        .parse()
+        .unwrap_or_else(|_| panic!("stdout is exactly the id, got {out:?}"))
 }
 
 /// Issue 6, item 6: `syncplane ingest ...` provisions what a desktop client needs, and the ingest
@@ -257,9 +261,9 @@ async fn ingest_provisioning_through_the_cli_decides_what_the_ingest_function_ac
 
     let (code, out) = s.syncplane(&["ingest", "create-org", "acme"]).await;
     assert_eq!(code, ExitCode::SUCCESS, "{out}");
-    let org = id_after(&out, "org").to_string();
+    let org = bare_id(&out).to_string();
     let (_, out) = s.syncplane(&["ingest", "create-user", &org, "ada"]).await;
-    let user = id_after(&out, "user").to_string();
+    let user = bare_id(&out).to_string();
     let (code, _) = s
         .syncplane(&["ingest", "create-target", &user, "laptop-1"])
         .await;

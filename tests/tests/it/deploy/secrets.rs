@@ -61,7 +61,8 @@ async fn resolved(lookup: &(impl Fn(&str) -> Option<String> + Clone)) -> Resolve
     resolve(lookup, || async { emulator() }).await.unwrap()
 }
 
-const PEM: &str = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
+/// A real key: configuration parses the App key at start.
+const PEM: &str = include_str!("../../../fixtures/keys/app.pem");
 
 #[tokio::test]
 async fn references_resolve_to_the_values_the_plain_variables_would_hold() {

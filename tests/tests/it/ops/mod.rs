@@ -1,9 +1,14 @@
 //! Operator safety (issue 12 §2 to §5): logs that never deadlock a command or spoil its JSON,
 //! logs that never show a secret whatever the filter, dead runs reaped and waiting markers
-//! drained without the scheduler, and runs that say when to retry. Real binaries where the
+//! drained without the scheduler, and runs that say when to retry; and issue 13 §5, §10, §11:
+//! metrics, the health route, an operator's errors and the CLI's rough edges. Real binaries where the
 //! behaviour lives in the process (logging), real Postgres and the fake GitHub throughout.
 
+mod cli_edges;
+mod errors;
+mod health;
 mod logs;
+mod metrics;
 mod retry;
 mod secrets;
 mod upkeep;

@@ -7,6 +7,7 @@ use shared::jobs::{Job, JobOutcome, RepoRef, Tenants, run};
 use shared::sync::runs::{RunStatus, Trigger};
 use shared::sync::workspace::RunOptions;
 use syncplane_tests::db::TestDb;
+use syncplane_tests::fake_github::FakeGithub;
 
 use crate::engine::{World, client_for};
 
@@ -263,18 +264,20 @@ async fn the_scheduled_full_sync_takes_the_tenants_scheduler_lock() {
 async fn an_unusable_app_key_fails_the_tenants_jobs_as_run_stopping_not_the_start() {
     let db = TestDb::new().await;
     let url = db.url();
-    let config = shared::config::from_lookup(|k| match k {
+    let mut config = shared::config::from_lookup(|k| match k {
         "DATABASE_URL" => Some(url.expose().to_owned()),
         "GITHUB_APP_ID" => Some("1".to_owned()),
         "GITHUB_INSTALLATION_ID" => Some("2".to_owned()),
         "GITHUB_API_URL" => Some("http://127.0.0.1:9".to_owned()),
-        "GITHUB_APP_PRIVATE_KEY" => Some(
-            "-----BEGIN RSA PRIVATE KEY-----\nbm90IGEga2V5\n-----END RSA PRIVATE KEY-----"
-                .to_owned(),
-        ),
+        "GITHUB_APP_PRIVATE_KEY" => Some(FakeGithub::untrusted_private_key_pem()),
         _ => None,
     })
     .unwrap();
+    // Configuration refuses a junk key at start (issue 13 §10); one that gets past it (its
+    // structure intact, its numbers not a key) is the engine's to refuse.
+    config.tenants[0].github.as_mut().unwrap().private_key_pem = shared::config::Secret::new(
+        "-----BEGIN RSA PRIVATE KEY-----\nbm90IGEga2V5\n-----END RSA PRIVATE KEY-----",
+    );
     // Building the tenants (a function's start) does not touch the key...
     let tenants = Tenants::from_config(&config, 2, RunOptions::default()).unwrap();
     // ...its first sync job reports it, as a run-stopping error.

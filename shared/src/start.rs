@@ -1,0 +1,56 @@
+//! A function's start (issue 13 §10): what stops it is one human line naming the setting, never
+//! the Debug form Rust prints for an error returned from `main`; a database that does not answer
+//! is said once, at start, with its setting, host and cause.
+
+use std::fmt::Display;
+
+use crate::config::Config;
+
+/// Read the configuration (secrets given by reference resolved), or exit with one line.
+pub async fn config() -> Config {
+    crate::config::from_env_resolved()
+        .await
+        .or_exit("configuration error")
+}
+
+/// Write `line` to standard error and exit with status 1 (Lambda then reports the init failure;
+/// the line is in the function's log).
+pub fn exit(line: &str) -> ! {
+    eprintln!("{line}");
+    std::process::exit(1)
+}
+
+/// A start step's result, or exit with `what: error` on one line.
+pub trait OrExit<T> {
+    fn or_exit(self, what: &str) -> T;
+}
+
+impl<T, E: Display> OrExit<T> for Result<T, E> {
+    fn or_exit(self, what: &str) -> T {
+        self.unwrap_or_else(|e| {
+            let text = e.to_string();
+            exit(&format!(
+                "{what}: {}",
+                text.split_whitespace().collect::<Vec<_>>().join(" ")
+            ))
+        })
+    }
+}
+
+impl<T> OrExit<T> for Option<T> {
+    fn or_exit(self, what: &str) -> T {
+        self.unwrap_or_else(|| exit(what))
+    }
+}
+
+/// Try every tenant's database once (at most `db::REACH_TIMEOUT`, in parallel) and log one error
+/// line for each that does not answer. The function still starts: pools connect lazily and
+/// recover when the database is back, and `GET /api/health` reports it meanwhile.
+pub async fn check_databases(config: &Config) {
+    let checks = config.tenants.iter().map(crate::db::reach);
+    for result in futures::future::join_all(checks).await {
+        if let Err(e) = result {
+            tracing::error!(setting = %e.setting, target = %e.target, "{e}");
+        }
+    }
+}
