@@ -16,9 +16,12 @@ const GUIDE: &str = "---\ntitle: Getting started\n---\n# Getting started\n\nInst
 const API: &str = "# API\n\nEvery endpoint answers JSON.\n\n## Authentication\n\nUse a token.\n";
 const FAQ: &str = "# FAQ\n\n## Why?\n\nBecause.\n";
 
+/// One repository's files: path and content.
+pub type Files = &'static [(&'static str, &'static [u8])];
+
 /// The demo repositories, in creation order (`acme/handbook` gets the fake's first id,
 /// 700000000).
-pub const REPOS: &[(&str, &[(&str, &[u8])])] = &[
+pub const REPOS: &[(&str, Files)] = &[
     (
         "acme/handbook",
         &[
