@@ -4,10 +4,11 @@
 # API, the status API, a signed push webhook, and the runs it left.
 set -euo pipefail
 
-demo_env="${TMPDIR:-/tmp}/syncplane-local-demo.env"
-[ -f "$demo_env" ] || { echo "start 'bash scripts/local.sh' (with no GitHub App) first" >&2; exit 1; }
+local_env="${TMPDIR:-/tmp}/syncplane-local.env"
+[ -f "$local_env" ] || { echo "start 'bash scripts/local.sh' (with no GitHub App) first" >&2; exit 1; }
 # shellcheck disable=SC1090
-. "$demo_env"
+. "$local_env"
+[ -n "${SYNC_API_TOKEN:-}" ] || { echo "the local run has a GitHub App configured: the demo needs the fake GitHub (no GITHUB_APP_ID)" >&2; exit 1; }
 base="${SYNCPLANE_URL:-http://127.0.0.1:9000/lambda-url}"
 auth="authorization: Bearer $SYNC_API_TOKEN"
 

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# Run syncplane locally (README command one): Postgres checked (started or installed if needed),
-# the local database created if missing, migrations applied, then `cargo lambda watch` serving
-# the five functions on http://127.0.0.1:9000 with inline jobs, in the foreground (Ctrl-C stops
-# everything).
+# Run syncplane locally (README command one): Postgres checked (scripts/services.sh says what it
+# will do before it installs or reconfigures anything), the local database created if missing,
+# migrations applied, then the HTTP functions served on http://127.0.0.1:9000 with inline jobs,
+# in the foreground (Ctrl-C stops everything). Two ways to serve them:
+#
+#   bash scripts/local.sh          `cargo lambda watch` (the Lambda emulator; cargo-lambda is
+#                                  installed from PyPI if missing). It refuses a body labelled
+#                                  application/json that is not UTF-8, so the desktop client's
+#                                  gzip batches fail there.
+#   bash scripts/local.sh --serve  `syncplane serve`: one local server on the same handlers and
+#                                  request conversion, binary-safe (gzip batches included); no
+#                                  cargo-lambda, one compile.
 #
 # Configuration: the environment, then `.env.local` if it exists (see .env.local.example).
 # With no GitHub App configured (no GITHUB_APP_ID), the demo fake GitHub is started first with
@@ -12,6 +20,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+mode=watch
+for arg in "$@"; do
+  case "$arg" in
+    --serve) mode=serve ;;
+    -h | --help)
+      sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      echo "unknown argument: $arg (try --serve or --help)" >&2
+      exit 2
+      ;;
+  esac
+done
+
 if [ -f .env.local ]; then
   set -a
   # shellcheck disable=SC1091
@@ -19,28 +42,52 @@ if [ -f .env.local ]; then
   set +a
 fi
 
-bash scripts/services.sh
-bash scripts/tools.sh --lambda
-# pip may have installed cargo-lambda into a user bin folder.
-export PATH="$PATH:$HOME/.local/bin"
+# Postgres only: a local run queues no job (inline) and reads no secret by reference, so it
+# needs no AWS emulator.
+bash scripts/services.sh --postgres-only
+if [ "$mode" = watch ]; then
+  bash scripts/tools.sh --lambda
+  # pip may have installed cargo-lambda into a user bin folder.
+  export PATH="$PATH:$HOME/.local/bin"
+fi
 
 export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/syncplane}"
 db=$(basename "${DATABASE_URL%%\?*}")
 admin="${DATABASE_URL%/*}/postgres"
 if [ "$(psql "$admin" -qtAc "select 1 from pg_database where datname = '$db'")" != "1" ]; then
+  echo "creating database $db"
   psql "$admin" -qc "create database \"$db\""
 fi
-cargo run --quiet --locked -p syncplane-cli -- migrate
+
+target_dir=$(cargo metadata --format-version 1 --no-deps |
+  python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
+# One build, with cargo's progress on the terminal (the first one takes minutes).
+packages=(-p syncplane-cli)
+if [ "$mode" = watch ]; then
+  # The functions too, so the first request does not wait for a silent build.
+  packages+=(-p webhook -p sync-api -p ingest -p tick -p worker)
+fi
+echo "building ${packages[*]} (cargo shows its progress)"
+cargo build --locked "${packages[@]}"
+no_app=""
+if [ -z "${GITHUB_APP_ID:-}" ] && [ -z "${TENANTS_FILE:-}" ]; then
+  no_app=1
+  echo "building the demo fake GitHub"
+  cargo build --locked -p syncplane-tests --bin fake-github
+fi
+syncplane="$target_dir/debug/syncplane"
+"$syncplane" migrate
 
 # Local: jobs run inline (a local function may keep working while it answers), no scheduler
 # unless asked for.
 export JOBS_BACKEND=inline SYNCPLANE_LOCAL=1
 export SYNC_SCHEDULER="${SYNC_SCHEDULER:-0}"
+unset SQS_QUEUE_URL
 
 fake_pid=""
-demo_env="${TMPDIR:-/tmp}/syncplane-local-demo.env"
+local_env="${TMPDIR:-/tmp}/syncplane-local.env"
 stop_fake() {
-  rm -f "$demo_env"
+  rm -f "$local_env"
   if [ -n "$fake_pid" ]; then
     kill "$fake_pid" 2>/dev/null || true
     wait "$fake_pid" 2>/dev/null || true
@@ -50,11 +97,8 @@ trap stop_fake EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-if [ -z "${GITHUB_APP_ID:-}" ] && [ -z "${TENANTS_FILE:-}" ]; then
+if [ -n "$no_app" ]; then
   echo "no GitHub App configured: starting the demo fake GitHub"
-  cargo build --quiet --locked -p syncplane-tests --bin fake-github
-  target_dir=$(cargo metadata --format-version 1 --no-deps |
-    python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
   out=$(mktemp)
   "$target_dir/debug/fake-github" >"$out" 2>&1 &
   fake_pid=$!
@@ -72,25 +116,59 @@ if [ -z "${GITHUB_APP_ID:-}" ] && [ -z "${TENANTS_FILE:-}" ]; then
   [ -n "$GITHUB_APP_ID" ] || { echo "the fake GitHub did not start" >&2; exit 1; }
   export GITHUB_API_URL GITHUB_APP_ID GITHUB_INSTALLATION_ID GITHUB_APP_PRIVATE_KEY_FILE
   unset GITHUB_APP_PRIVATE_KEY
-  # Demo-only secrets: the fake GitHub is on loopback and holds nothing real.
+  # Demo-only secrets: the fake GitHub is on loopback and holds nothing real. The events/
+  # samples are signed and authorized with exactly these.
   export GITHUB_WEBHOOK_SECRET="${GITHUB_WEBHOOK_SECRET:-demo-webhook-secret}"
   export SYNC_API_TOKEN="${SYNC_API_TOKEN:-demo-sync-token}"
   echo "fake GitHub at $GITHUB_API_URL (App $GITHUB_APP_ID, installation $GITHUB_INSTALLATION_ID)"
-  # What scripts/demo.sh needs to sign a webhook for this installation.
-  printf 'GITHUB_INSTALLATION_ID=%s\nGITHUB_WEBHOOK_SECRET=%s\nSYNC_API_TOKEN=%s\n' \
-    "$GITHUB_INSTALLATION_ID" "${GITHUB_WEBHOOK_SECRET%%,*}" "$SYNC_API_TOKEN" >"$demo_env"
 fi
 
-cat <<EOF
+# What the CLI (and scripts/demo.sh) need in another shell: the database and the App. Secrets are
+# written only in the demo, where they are the demo's.
+{
+  printf 'DATABASE_URL=%q\n' "$DATABASE_URL"
+  for name in GITHUB_API_URL GITHUB_APP_ID GITHUB_INSTALLATION_ID GITHUB_APP_PRIVATE_KEY_FILE; do
+    [ -n "${!name:-}" ] && printf '%s=%q\n' "$name" "${!name}"
+  done
+  if [ -n "$no_app" ]; then
+    printf 'GITHUB_WEBHOOK_SECRET=%q\nSYNC_API_TOKEN=%q\n' "${GITHUB_WEBHOOK_SECRET%%,*}" "$SYNC_API_TOKEN"
+  fi
+} >"$local_env"
 
-Functions at http://127.0.0.1:9000/lambda-url/<function>/<path>, for example:
-  curl -s -X POST -H "authorization: Bearer \$SYNC_API_TOKEN" -d '{}' http://127.0.0.1:9000/lambda-url/sync-api/api/sync
-  curl -s -H "authorization: Bearer \$SYNC_API_TOKEN" http://127.0.0.1:9000/lambda-url/sync-api/api/repos
-Event functions: cargo lambda invoke <function> --data-file events/<file>.json
-Offline demo (webhook, sync, status): bash scripts/demo.sh
-Each function is compiled on its first request.
+base=http://127.0.0.1:9000/lambda-url
+if [ -n "$no_app" ]; then
+  token="$SYNC_API_TOKEN"
+  token_note=""
+else
+  # A real token is not printed: the curl lines read it from the shell.
+  # shellcheck disable=SC2016
+  token='$SYNC_API_TOKEN'
+  token_note="  (first: export SYNC_API_TOKEN=<the token from .env.local>)"
+fi
 
-EOF
+echo
+echo "Functions at $base/<function>/<path>, for example:$token_note"
+echo "  curl -s -X POST -H \"authorization: Bearer $token\" -H 'content-type: application/json' -d '{}' $base/sync-api/api/sync"
+echo "  curl -s -H \"authorization: Bearer $token\" $base/sync-api/api/repos"
+if [ "$mode" = serve ]; then
+  echo "The deployed API's paths answer too: http://127.0.0.1:9000/api/..., /github/webhook (desktop clients: http://127.0.0.1:9000)"
+  echo "Sample events (API Gateway JSON): cargo lambda invoke needs 'cargo lambda watch' (bash scripts/local.sh without --serve)"
+else
+  echo "Sample events: cargo lambda invoke -A 127.0.0.1 <function> --data-file events/<file>.json"
+  echo "Desktop clients' gzip batches need --serve (cargo lambda watch refuses bodies that are not UTF-8)"
+fi
+if [ -n "${GITHUB_APP_PRIVATE_KEY_FILE:-}" ]; then
+  echo "App key (GITHUB_APP_PRIVATE_KEY_FILE): $GITHUB_APP_PRIVATE_KEY_FILE"
+fi
+echo "CLI in another shell: set -a; . $local_env; set +a; $syncplane status"
+if [ -n "$no_app" ]; then
+  echo "Offline demo (webhook, sync, status): bash scripts/demo.sh"
+fi
+echo
 
-# Foreground, not exec: the EXIT trap stops the fake GitHub when watch ends (Ctrl-C included).
-cargo lambda watch -A 127.0.0.1
+# Foreground, not exec: the EXIT trap stops the fake GitHub when the server ends (Ctrl-C too).
+if [ "$mode" = serve ]; then
+  "$syncplane" serve --addr "${SYNCPLANE_SERVE_ADDR:-127.0.0.1:9000}"
+else
+  cargo lambda watch -A 127.0.0.1
+fi

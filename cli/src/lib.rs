@@ -9,6 +9,7 @@ use shared::config::Config;
 
 pub mod provision;
 pub mod search;
+pub mod serve;
 pub mod sync;
 pub mod upkeep;
 
@@ -45,6 +46,10 @@ pub enum Command {
     /// Provision agent session ingest: orgs, users, compute targets, device tokens.
     #[command(subcommand)]
     Ingest(provision::IngestCommand),
+    /// Serve the HTTP functions (webhook, sync-api, ingest) on one local server, binary-safe,
+    /// with inline jobs and, with SYNC_SCHEDULER=1, the minute tick: the local run that takes
+    /// what real clients send (`scripts/local.sh --serve`).
+    Serve(serve::ServeArgs),
 }
 
 /// Run one command against `config`, writing its output to `out`. Every command but `migrate`
@@ -62,6 +67,7 @@ pub async fn run(cli: Cli, config: &Config, out: &mut dyn Write) -> anyhow::Resu
         Command::Status { json } => status(config, json, out).await,
         Command::Search(args) => search::run(config, &args, out).await,
         Command::Ingest(cmd) => provision::run(config, cmd, out).await,
+        Command::Serve(args) => serve::run(config, &args, out).await,
     }
 }
 

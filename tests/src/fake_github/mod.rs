@@ -10,6 +10,7 @@
 //! always go to the default branch.
 
 mod auth;
+pub mod demo;
 mod faults;
 pub mod git;
 mod graphql;
@@ -192,9 +193,18 @@ impl FakeGithub {
     }
 
     pub fn add_installation(&self, account: &str) -> u64 {
+        let id = {
+            let mut state = self.state();
+            let id = state.next_installation_id;
+            state.next_installation_id += 1;
+            id
+        };
+        self.add_installation_with_id(account, id)
+    }
+
+    /// An installation with a fixed id (the demo's, which the events/ samples name).
+    pub fn add_installation_with_id(&self, account: &str, id: u64) -> u64 {
         let mut state = self.state();
-        let id = state.next_installation_id;
-        state.next_installation_id += 1;
         state.installations.insert(
             id,
             Installation {

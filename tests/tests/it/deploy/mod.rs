@@ -4,6 +4,7 @@
 
 mod cargo_lambda;
 mod events;
+mod local_run;
 mod migrate;
 mod secrets;
 mod template;

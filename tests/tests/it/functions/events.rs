@@ -1,16 +1,15 @@
-//! Every events/ file of the HTTP functions runs through its handler with a state whose webhook
-//! secret (`events-secret`), sync API token (`events-token`), read-only token (`events-read-token`)
-//! and installation id (12345678)
-//! match the files.
+//! Every events/ file of the HTTP functions runs through its handler with the configuration of
+//! the README's local run with no App (issue 13 point 9): the demo webhook secret and sync API
+//! token, no read-only token, the demo installation id and the demo repositories
+//! (`fake_github::demo`). So each sample answers there as it answers here.
 
 use serde_json::Value;
 use shared::app::AppState;
+use shared::config::Secret;
+use syncplane_tests::fake_github::demo;
 
-use super::support::{Reply, SECRET, checked_reply, from_event, state_of, tenant};
+use super::support::{Reply, checked_reply, from_event, state_of, tenant};
 use crate::engine::World;
-
-/// The installation id the events/ files name.
-const EVENTS_INSTALLATION: u64 = 12_345_678;
 
 fn event(name: &str) -> Value {
     let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
@@ -32,31 +31,25 @@ where
     checked_reply(&method, &path, handle(from_event(event)).await)
 }
 
-/// The tenant's configuration names the events' installation; its client talks to the fake's
-/// installation (the fake numbers installations itself).
+/// The local run's tenant: the demo secret, token and installation id (its client talks to the
+/// world's installation, which holds the demo repositories).
 async fn world() -> (World, AppState) {
     let w = World::new().await;
-    let id = w.repo(
-        "acme/handbook",
-        &[
-            ("docs/intro.md", "# Intro\n"),
-            ("README.md", "# Handbook\n"),
-        ],
-    );
+    let ids = demo::add_repos(&w.gh, w.installation);
     assert_eq!(
-        id, 700_000_000,
-        "the first repository of the fake has the events' id"
+        ids[0], 700_000_000,
+        "acme/handbook has the id the events name"
     );
-    let st = state_of(
+    let mut local_run = tenant(
         &w,
-        vec![tenant(
-            &w,
-            "default",
-            &[SECRET],
-            EVENTS_INSTALLATION,
-            w.config.clone(),
-        )],
+        "default",
+        &[demo::WEBHOOK_SECRET],
+        demo::INSTALLATION_ID,
+        w.config.clone(),
     );
+    local_run.sync_api_token = Some(Secret::new(demo::SYNC_API_TOKEN));
+    local_run.read.token = None;
+    let st = state_of(&w, vec![local_run]);
     (w, st)
 }
 
@@ -71,8 +64,15 @@ async fn webhook_events_answer_as_documented() {
         let r = checked(event(file), |req| shared::webhook::handle(&st, req)).await;
         assert_eq!(r.status, status, "{file}: {}", r.body);
     }
-    assert_eq!(w.doc_paths("acme/handbook").await, vec!["docs/intro.md"]);
+    assert_eq!(w.doc_paths("acme/handbook").await, HANDBOOK_DOCS);
 }
+
+/// The demo handbook's documents once synced.
+const HANDBOOK_DOCS: [&str; 3] = [
+    "docs/api/reference.md",
+    "docs/faq.mdx",
+    "docs/getting-started.md",
+];
 
 #[tokio::test]
 async fn sync_api_events_answer_as_documented() {
@@ -82,7 +82,7 @@ async fn sync_api_events_answer_as_documented() {
         ("sync-api-sync-all.json", 202),
         ("sync-api-repos.json", 200),
         ("sync-api-runs.json", 200),
-        // The read API, with the read-only token (`events-read-token`).
+        // The read API, with the sync API token (the local run sets no read-only token).
         ("sync-api-search.json", 200),
         ("sync-api-repo.json", 200),
         ("sync-api-documents.json", 200),
@@ -94,5 +94,5 @@ async fn sync_api_events_answer_as_documented() {
         let r = checked(event(file), |req| shared::api::handle(&st, req)).await;
         assert_eq!(r.status, status, "{file}: {}", r.body);
     }
-    assert_eq!(w.doc_paths("acme/handbook").await, vec!["docs/intro.md"]);
+    assert_eq!(w.doc_paths("acme/handbook").await, HANDBOOK_DOCS);
 }

@@ -3,6 +3,7 @@
 //! against the emulator; real Postgres and the fake GitHub throughout.
 
 mod events;
+mod serve;
 mod sqs;
 pub mod support;
 mod sync_api;

@@ -371,7 +371,8 @@ async fn a_full_sync_through_sqs_fans_out_one_repo_job_per_selected_repository()
 #[tokio::test]
 async fn the_sample_sqs_batch_runs_through_the_worker() {
     let w = World::new().await;
-    let id = w.repo("acme/docs", &[("docs/a.md", "# A\n")]);
+    // The demo repositories of the local run, which the sample names.
+    let id = syncplane_tests::fake_github::demo::add_repos(&w.gh, w.installation)[0];
     let raw = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../events/sqs-batch.json"
@@ -406,7 +407,14 @@ async fn the_sample_sqs_batch_runs_through_the_worker() {
     let response = worker.handle(event).await;
     let wire = serde_json::to_value(&response).unwrap();
     assert_eq!(wire, serde_json::json!({"batchItemFailures": []}));
-    assert_eq!(w.doc_paths("acme/docs").await, vec!["docs/a.md"]);
+    assert_eq!(
+        w.doc_paths("acme/handbook").await,
+        vec![
+            "docs/api/reference.md",
+            "docs/faq.mdx",
+            "docs/getting-started.md"
+        ]
+    );
 }
 
 /// Every job in the queue, by kind and repository (deleted as read).

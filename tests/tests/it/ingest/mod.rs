@@ -4,6 +4,7 @@
 mod access;
 mod bounds;
 mod chunks;
+mod gateway;
 mod schema;
 mod semantics;
 pub mod support;

@@ -1,0 +1,109 @@
+//! The local-run scripts (issue 13 points 8 and 9): the demo credentials the events/ samples carry
+//! are the ones `scripts/local.sh` sets; a local run starts Postgres only (no AWS emulator it does
+//! not use) and says what it would change on the machine before changing it; the banner's invoke
+//! line reaches `cargo lambda watch`; the scripts pass shellcheck where it is installed.
+
+use std::process::Command;
+
+use syncplane_tests::fake_github::demo;
+
+use super::repo_file;
+
+fn script(name: &str) -> String {
+    std::fs::read_to_string(repo_file(&format!("scripts/{name}"))).unwrap()
+}
+
+fn bash(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String, String) {
+    let out = Command::new("bash")
+        .args(args)
+        .current_dir(repo_file(""))
+        .envs(env.iter().copied())
+        .output()
+        .expect("bash runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_local_run_sets_the_demo_credentials_the_samples_carry() {
+    let local = script("local.sh");
+    for expected in [
+        format!("GITHUB_WEBHOOK_SECRET:-{}", demo::WEBHOOK_SECRET),
+        format!("SYNC_API_TOKEN:-{}", demo::SYNC_API_TOKEN),
+    ] {
+        assert!(local.contains(&expected), "local.sh sets {expected}");
+    }
+    let fake = std::fs::read_to_string(repo_file("tests/src/bin/fake-github.rs")).unwrap();
+    assert!(
+        fake.contains("demo::populate"),
+        "the demo installation has the samples' id"
+    );
+}
+
+#[test]
+fn the_banner_names_the_watch_address_the_key_and_no_unset_variable() {
+    let local = script("local.sh");
+    assert!(local.contains("cargo lambda invoke -A 127.0.0.1"));
+    assert!(local.contains("cargo lambda watch -A 127.0.0.1"));
+    assert!(local.contains("App key (GITHUB_APP_PRIVATE_KEY_FILE)"));
+    // The curl lines print the demo token itself; a real one only as the shell variable, with
+    // the line saying to export it.
+    assert!(local.contains("token=\"$SYNC_API_TOKEN\""));
+    assert!(local.contains("first: export SYNC_API_TOKEN"));
+}
+
+#[test]
+fn local_sh_offers_serve_and_refuses_unknown_arguments() {
+    let (code, out, _) = bash(&["scripts/local.sh", "--help"], &[]);
+    assert_eq!(code, Some(0));
+    assert!(
+        out.contains("--serve") && out.contains("syncplane serve"),
+        "{out}"
+    );
+    let (code, _, err) = bash(&["scripts/local.sh", "--nope"], &[]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--nope"), "{err}");
+    assert!(script("local.sh").contains("bash scripts/services.sh --postgres-only"));
+}
+
+#[test]
+fn a_local_run_starts_postgres_only_and_changes_nothing_unannounced() {
+    let url = std::env::var("DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned());
+    let (code, out, err) = bash(
+        &["scripts/services.sh", "--postgres-only"],
+        &[("DATABASE_URL", &url), ("SYNCPLANE_NO_SYSTEM_CHANGES", "1")],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("PostgreSQL ready"), "{out}");
+    assert!(!out.contains("emulator"), "no AWS emulator: {out}");
+    // Every system change is announced before it runs.
+    let services = script("services.sh");
+    for change in ["apt-get install", "sed -i"] {
+        let at = services.find(change).unwrap();
+        let announced = services[..at].rfind("system_change \"").unwrap();
+        assert!(announced < at, "{change} is announced first");
+    }
+}
+
+#[test]
+fn the_scripts_pass_shellcheck() {
+    let found = Command::new("shellcheck").arg("--version").output();
+    if found.is_err() {
+        eprintln!("shellcheck is not installed: skipped");
+        return;
+    }
+    let scripts: Vec<String> = ["local.sh", "services.sh", "tools.sh", "demo.sh", "test.sh"]
+        .iter()
+        .map(|s| repo_file(&format!("scripts/{s}")).display().to_string())
+        .collect();
+    let out = Command::new("shellcheck").args(&scripts).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
