@@ -2,6 +2,7 @@
 
 mod cli;
 mod deploy;
+mod docs;
 mod engine;
 mod fake_github;
 mod fake_graphql;

@@ -1,0 +1,548 @@
+//! The project carries its own documents, and they stay true (issue 13, point 12): the ingest wire
+//! contract names every answer of the ingest function and shows its hello-ack as served; the
+//! configuration page lists exactly the variables the code reads, with the reference forms of
+//! every secret; the README's endpoint table names every error code of the HTTP functions; every
+//! relative link of the README and of `docs/` resolves inside the repository.
+//!
+//! These read files and the library's own types; no database.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use shared::api::ApiError;
+use shared::github::GithubError;
+use shared::ingest::IngestError;
+use shared::schema::SchemaBehind;
+use shared::secrets::{PARAMETER_SUFFIX, SECRET_ARN_SUFFIX, SECRET_VARIABLES};
+use shared::webhook::WebhookError;
+
+use crate::deploy::repo_file;
+
+const WIRE_CONTRACT: &str = "docs/ingest-wire-contract.md";
+const CONFIGURATION: &str = "docs/configuration.md";
+/// Where configuration.md stops listing variables the code reads by name.
+const NOT_READ_BY_NAME: &str = "## Read by libraries";
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(repo_file(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// The rows (cells trimmed) of the first markdown table after the line containing `marker`,
+/// header and separator left out.
+fn table_after(doc: &str, marker: &str) -> Vec<Vec<String>> {
+    let start = doc
+        .find(marker)
+        .unwrap_or_else(|| panic!("no {marker:?} in the document"));
+    doc[start..]
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+        .skip(2)
+        .map(cells)
+        .collect()
+}
+
+fn cells(row: &str) -> Vec<String> {
+    let inner = row.trim().trim_start_matches('|').trim_end_matches('|');
+    inner.split('|').map(|c| c.trim().to_owned()).collect()
+}
+
+/// An error's code as the wire contract's table writes it.
+fn code_cell(code: Option<&str>) -> String {
+    code.map_or_else(|| "(none)".to_owned(), |c| format!("`{c}`"))
+}
+
+/// Every ingest error once. The match has no wildcard: a new variant does not compile until it
+/// is listed here, and then the wire contract must give it a row.
+fn ingest_errors() -> Vec<IngestError> {
+    use IngestError as E;
+    let all = vec![
+        E::NotFound,
+        E::MethodNotAllowed { allow: "GET" },
+        E::Unauthenticated,
+        E::PayloadTooLarge,
+        E::UnsupportedEncoding,
+        E::bad_request("x"),
+        E::TargetNotOwned,
+        E::RateLimited {
+            retry_after_secs: 1,
+        },
+        E::FeatureDisabled,
+        E::ChunkOutOfSequence,
+        E::IngestionFailed,
+    ];
+    for e in &all {
+        match e {
+            E::NotFound
+            | E::MethodNotAllowed { .. }
+            | E::Unauthenticated
+            | E::PayloadTooLarge
+            | E::UnsupportedEncoding
+            | E::BadRequest(_)
+            | E::TargetNotOwned
+            | E::RateLimited { .. }
+            | E::FeatureDisabled
+            | E::ChunkOutOfSequence
+            | E::IngestionFailed => {}
+        }
+    }
+    all
+}
+
+/// Every GitHub client error once (exhaustive, as above): the sync API answers them as they are.
+fn github_errors() -> Vec<GithubError> {
+    use GithubError as E;
+    let all = vec![
+        E::RateLimited {
+            retry_at: chrono::Utc::now(),
+            secondary: false,
+        },
+        E::Unauthorized,
+        E::BadCredentials,
+        E::InvalidPrivateKey,
+        E::InstallationUnavailable { suspended: true },
+        E::Aborted,
+        E::NotFound,
+        E::Server { status: 502 },
+        E::Timeout,
+        E::Transport,
+        E::Unexpected { status: 418 },
+        E::Decode,
+    ];
+    for e in &all {
+        match e {
+            E::RateLimited { .. }
+            | E::Unauthorized
+            | E::BadCredentials
+            | E::InvalidPrivateKey
+            | E::InstallationUnavailable { .. }
+            | E::Aborted
+            | E::NotFound
+            | E::Server { .. }
+            | E::Timeout
+            | E::Transport
+            | E::Unexpected { .. }
+            | E::Decode => {}
+        }
+    }
+    all
+}
+
+/// Every sync API error once (exhaustive, as above), a GitHub failure for each GitHub error.
+fn api_errors() -> Vec<ApiError> {
+    use ApiError as E;
+    let mut all = vec![
+        E::NotFound,
+        E::MethodNotAllowed { allow: "GET" },
+        E::UnknownTenant,
+        E::Unauthenticated,
+        E::InvalidJson,
+        E::BadRequest("x"),
+        E::RepositoryNotSelected,
+        E::RepositoryNotFound,
+        E::RepositoryBusy,
+        E::RunNotFound,
+        E::GithubNotConfigured,
+        E::QueueUnavailable,
+        E::Internal,
+        E::ReadOnlyToken,
+        E::UnknownParameter,
+        E::InvalidLimit,
+        E::InvalidCursor,
+        E::InvalidPath,
+        E::InvalidQuery,
+        E::EmptyQuery,
+        E::InvalidRepository,
+        E::UnknownRepository,
+        E::DocumentNotFound,
+        E::PathIsFolder,
+        E::ReadmeNotFound,
+    ];
+    all.extend(github_errors().into_iter().map(E::Github));
+    for e in &all {
+        match e {
+            E::NotFound
+            | E::MethodNotAllowed { .. }
+            | E::UnknownTenant
+            | E::Unauthenticated
+            | E::InvalidJson
+            | E::BadRequest(_)
+            | E::RepositoryNotSelected
+            | E::RepositoryNotFound
+            | E::RepositoryBusy
+            | E::RunNotFound
+            | E::GithubNotConfigured
+            | E::Github(_)
+            | E::QueueUnavailable
+            | E::Internal
+            | E::ReadOnlyToken
+            | E::UnknownParameter
+            | E::InvalidLimit
+            | E::InvalidCursor
+            | E::InvalidPath
+            | E::InvalidQuery
+            | E::EmptyQuery
+            | E::InvalidRepository
+            | E::UnknownRepository
+            | E::DocumentNotFound
+            | E::PathIsFolder
+            | E::ReadmeNotFound => {}
+        }
+    }
+    all
+}
+
+/// Every webhook error once (exhaustive, as above).
+fn webhook_errors() -> Vec<WebhookError> {
+    use WebhookError as E;
+    let all = vec![
+        E::NotFound,
+        E::MethodNotAllowed,
+        E::UnknownTenant,
+        E::MissingSignature,
+        E::InvalidSignature,
+        E::MissingEvent,
+        E::InvalidJson,
+        E::InstallationMismatch,
+        E::QueueUnavailable,
+        E::DispatchFailed,
+    ];
+    for e in &all {
+        match e {
+            E::NotFound
+            | E::MethodNotAllowed
+            | E::UnknownTenant
+            | E::MissingSignature
+            | E::InvalidSignature
+            | E::MissingEvent
+            | E::InvalidJson
+            | E::InstallationMismatch
+            | E::QueueUnavailable
+            | E::DispatchFailed => {}
+        }
+    }
+    all
+}
+
+fn schema_behind() -> SchemaBehind {
+    SchemaBehind {
+        database: 0,
+        build: 1,
+    }
+}
+
+#[test]
+fn every_ingest_error_is_in_the_wire_contract() {
+    let doc = read(WIRE_CONTRACT);
+    let documented: BTreeSet<(u16, String)> = table_after(&doc, "<!-- errors:")
+        .into_iter()
+        .map(|row| {
+            let status = row[0]
+                .parse()
+                .unwrap_or_else(|_| panic!("not a status: {row:?}"));
+            (status, row[1].clone())
+        })
+        .collect();
+    let mut answered: BTreeSet<(u16, String)> = ingest_errors()
+        .iter()
+        .map(|e| (e.status().as_u16(), code_cell(e.code())))
+        .collect();
+    let behind = schema_behind();
+    answered.insert((behind.status().as_u16(), code_cell(Some(behind.code()))));
+    assert_eq!(
+        documented, answered,
+        "the wire contract's table of answers (status, code) must be exactly what the ingest function answers"
+    );
+}
+
+/// `262144` as `262,144`, as the documents write numbers.
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[test]
+fn the_hello_ack_in_the_wire_contract_is_the_servers() {
+    let doc = read(WIRE_CONTRACT);
+    let after = &doc[doc.find("<!-- hello-ack:").expect("hello-ack marker")..];
+    let block = after
+        .split("```json\n")
+        .nth(1)
+        .and_then(|b| b.split("\n```").next())
+        .expect("a json block after the hello-ack marker");
+    let shown: Value = serde_json::from_str(block).expect("the hello-ack block is JSON");
+    assert_eq!(
+        shown,
+        shared::envelope::success(shared::ingest::handler::hello_ack())
+    );
+    // The limits the prose quotes are the served ones.
+    for limit in [
+        shared::ingest::MAX_WIRE_BYTES,
+        shared::ingest::MAX_DECODED_BYTES,
+    ] {
+        assert!(
+            doc.contains(&thousands(limit)),
+            "{} not in the text",
+            thousands(limit)
+        );
+    }
+    assert!(doc.contains(&format!(
+        "1 to {} sessions",
+        shared::ingest::MAX_SESSIONS_PER_BATCH
+    )));
+}
+
+#[test]
+fn every_error_code_of_the_http_functions_is_in_the_readme() {
+    let readme = read("README.md");
+    let start = readme.find("\n## Endpoints").expect("an Endpoints section");
+    let section = &readme[start + 1..];
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let codes: BTreeSet<&str> = api_errors()
+        .iter()
+        .map(ApiError::code)
+        .chain(webhook_errors().iter().map(WebhookError::code))
+        .chain(ingest_errors().iter().filter_map(IngestError::code))
+        .chain([schema_behind().code()])
+        .collect();
+    let missing: Vec<&str> = codes
+        .into_iter()
+        .filter(|c| !section.contains(&format!("`{c}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "README's Endpoints section does not name {missing:?}"
+    );
+}
+
+/// `.rs` files below `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn is_variable_name(s: &str) -> bool {
+    s.len() >= 2
+        && s.starts_with(|c: char| c.is_ascii_uppercase())
+        && s.bytes()
+            .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+}
+
+/// The environment variables the code of the functions, the CLI and the shared crate reads by
+/// name: the name as a literal right after one of the ways the code reads a variable.
+fn variables_read_by_code() -> BTreeSet<String> {
+    const READS: [&str; 5] = [
+        "get(\"",
+        "var(\"",
+        "var_os(\"",
+        "lookup(\"",
+        "VAR: &str = \"",
+    ];
+    let mut files = Vec::new();
+    rust_files(&repo_file("shared/src"), &mut files);
+    rust_files(&repo_file("cli/src"), &mut files);
+    for entry in std::fs::read_dir(repo_file("functions")).unwrap() {
+        let src = entry.unwrap().path().join("src");
+        if src.is_dir() {
+            rust_files(&src, &mut files);
+        }
+    }
+    let mut names = BTreeSet::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for how in READS {
+            for (at, _) in text.match_indices(how) {
+                let rest = &text[at + how.len()..];
+                let name = &rest[..rest.find('"').unwrap_or(0)];
+                if is_variable_name(name) {
+                    names.insert(name.to_owned());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The names in the first cell of configuration.md's tables, above the section of variables the
+/// code does not read by name.
+fn variables_documented() -> BTreeSet<String> {
+    let doc = read(CONFIGURATION);
+    let listed = &doc[..doc.find(NOT_READ_BY_NAME).expect("the libraries section")];
+    listed
+        .lines()
+        .filter(|l| l.starts_with("| `"))
+        .filter_map(|l| cells(l).into_iter().next())
+        .map(|c| c.trim_matches('`').to_owned())
+        .filter(|c| is_variable_name(c))
+        .collect()
+}
+
+#[test]
+fn every_variable_the_code_reads_is_in_configuration_md() {
+    let in_code = variables_read_by_code();
+    assert!(
+        in_code.contains("DATABASE_URL") && in_code.contains("SYNC_SEARCH_CONFIG"),
+        "the scan finds the variables config.rs reads: {in_code:?}"
+    );
+    let documented = variables_documented();
+    let undocumented: Vec<_> = in_code.difference(&documented).collect();
+    assert!(
+        undocumented.is_empty(),
+        "read by the code, not in {CONFIGURATION}: {undocumented:?}"
+    );
+    let unread: Vec<_> = documented.difference(&in_code).collect();
+    assert!(
+        unread.is_empty(),
+        "listed in {CONFIGURATION} as read by the code, but the code never reads: {unread:?}"
+    );
+}
+
+#[test]
+fn every_secret_variable_has_its_references_in_configuration_md() {
+    let doc = read(CONFIGURATION);
+    let documented: BTreeSet<Vec<String>> = table_after(&doc, "<!-- secret references:")
+        .into_iter()
+        .collect();
+    let expected: BTreeSet<Vec<String>> = SECRET_VARIABLES
+        .iter()
+        .map(|v| {
+            vec![
+                format!("`{v}`"),
+                format!("`{v}{SECRET_ARN_SUFFIX}`"),
+                format!("`{v}{PARAMETER_SUFFIX}`"),
+            ]
+        })
+        .collect();
+    assert_eq!(documented, expected);
+}
+
+/// Keys of every `Environment.Variables` mapping of template.yaml (Globals and functions).
+fn template_variables(v: &serde_yaml_ng::Value, out: &mut BTreeSet<String>) {
+    match v {
+        serde_yaml_ng::Value::Mapping(m) => {
+            if let Some(vars) = m
+                .get("Environment")
+                .and_then(|e| e.get("Variables"))
+                .and_then(|v| v.as_mapping())
+            {
+                out.extend(vars.keys().filter_map(|k| k.as_str()).map(str::to_owned));
+            }
+            for value in m.values() {
+                template_variables(value, out);
+            }
+        }
+        serde_yaml_ng::Value::Sequence(s) => s.iter().for_each(|v| template_variables(v, out)),
+        serde_yaml_ng::Value::Tagged(t) => template_variables(&t.value, out),
+        _ => {}
+    }
+}
+
+#[test]
+fn every_variable_a_deployment_sets_is_in_configuration_md() {
+    let mut set = BTreeSet::new();
+    let template: serde_yaml_ng::Value = serde_yaml_ng::from_str(&read("template.yaml")).unwrap();
+    template_variables(&template, &mut set);
+    assert!(
+        set.contains("DATABASE_URL"),
+        "the template's variables: {set:?}"
+    );
+    for line in read(".env.deploy.example").lines() {
+        if let Some((name, _)) = line.split_once('=')
+            && is_variable_name(name)
+        {
+            set.insert(name.to_owned());
+        }
+    }
+    for entry in std::fs::read_dir(repo_file("functions")).unwrap() {
+        let manifest = entry.unwrap().path().join("Cargo.toml");
+        let toml: toml::Value = toml::from_str(&std::fs::read_to_string(&manifest).unwrap())
+            .unwrap_or_else(|e| panic!("{}: {e}", manifest.display()));
+        let env = toml
+            .get("package")
+            .and_then(|p| p.get("metadata"))
+            .and_then(|m| m.get("syncplane"))
+            .and_then(|s| s.get("env"));
+        set.extend(
+            env.and_then(toml::Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.as_str())
+                .map(str::to_owned),
+        );
+    }
+    let doc = read(CONFIGURATION);
+    let missing: Vec<_> = set
+        .iter()
+        .filter(|name| !doc.contains(&format!("`{name}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "set by template.yaml, .env.deploy.example or a function's metadata, not in {CONFIGURATION}: {missing:?}"
+    );
+}
+
+/// The relative link targets of a markdown text: `](target)`, without an `#anchor`.
+fn relative_links(text: &str) -> Vec<String> {
+    text.match_indices("](")
+        .filter_map(|(at, _)| {
+            let rest = &text[at + 2..];
+            let target = &rest[..rest.find(')')?];
+            let target = target.split('#').next().unwrap_or("");
+            let external = target.contains("://") || target.starts_with("mailto:");
+            (!external && !target.is_empty()).then(|| target.to_owned())
+        })
+        .collect()
+}
+
+#[test]
+fn every_relative_link_of_the_readme_and_docs_resolves_inside_the_repository() {
+    let root = repo_file("").canonicalize().unwrap();
+    let mut pages = vec!["README.md".to_owned()];
+    let mut docs: Vec<String> = std::fs::read_dir(repo_file("docs"))
+        .unwrap()
+        .map(|e| format!("docs/{}", e.unwrap().file_name().to_string_lossy()))
+        .filter(|p| p.ends_with(".md"))
+        .collect();
+    docs.sort();
+    pages.extend(docs.iter().cloned());
+    for page in &pages {
+        let text = read(page);
+        for forbidden in ["../shared", "/work/shared"] {
+            assert!(
+                !text.contains(forbidden),
+                "{page} points outside the repository ({forbidden})"
+            );
+        }
+        let dir = repo_file(page).parent().unwrap().to_path_buf();
+        for link in relative_links(&text) {
+            let target = dir.join(&link).canonicalize().unwrap_or_else(|e| {
+                panic!("{page}: the link {link} does not resolve: {e}");
+            });
+            assert!(
+                target.starts_with(&root),
+                "{page}: the link {link} leaves the repository"
+            );
+        }
+    }
+    let readme = read("README.md");
+    for doc in &docs {
+        assert!(
+            readme.contains(&format!("]({doc})")),
+            "README.md does not link to {doc}"
+        );
+    }
+}
