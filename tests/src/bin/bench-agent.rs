@@ -298,7 +298,7 @@ async fn main() {
             stored == n as i64,
         ),
         Row::info(
-            "defaults: requests (3 per backfill pass)",
+            "defaults: ticks (3 sessions per backfill pass)",
             d["ticks"].to_string(),
         ),
         Row::info(
