@@ -1,6 +1,7 @@
 //! Test support shared by every integration test (and by the local demo): per-test Postgres
 //! databases and a faithful fake GitHub.
 
+pub mod agent_server;
 pub mod apigw;
 pub mod bench;
 pub mod cli;

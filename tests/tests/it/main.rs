@@ -1,5 +1,6 @@
 //! The one integration-test binary: real Postgres, the fake GitHub, the SQS emulator.
 
+mod agent_client;
 mod cli;
 mod deploy;
 mod docs;

@@ -1,0 +1,79 @@
+//! The dead-letter ladder: when a set-aside session comes back.
+//!
+//! Spec, "Retries, backoff, and dead-lettering": a dead letter is not a grave. A transient one
+//! (ack timeouts, rate limits, ingestion failures, transport errors, validation) gets a timed
+//! window that starts at 5 minutes and doubles each time the same id is dead-lettered again, up
+//! to 24 hours. A deterministic one (a local serialization failure, a payload still oversize
+//! after chunking) gets no window: the timed pass never retries it, only a cold restart's
+//! re-backfill does. The set holds at most 1,000 ids, oldest evicted first; an evicted id is
+//! forgotten, not re-uploaded. The escalation counter lives in memory and starts again from
+//! the base window after a cold restart (the durable outbox is what guarantees the eventual path).
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+pub const FIRST_WINDOW: Duration = Duration::from_secs(5 * 60);
+pub const LONGEST_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
+/// At most this many ids are set aside at once.
+pub const MAX_DEAD_LETTERS: usize = 1000;
+
+/// Transient (timed retry) or deterministic (never by the timed pass).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    Transient,
+    Deterministic,
+}
+
+impl Class {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Transient => "transient",
+            Self::Deterministic => "deterministic",
+        }
+    }
+}
+
+/// How many times each id has been dead-lettered in this process.
+#[derive(Debug, Default)]
+pub struct Ladder {
+    strikes: HashMap<String, u32>,
+}
+
+impl Ladder {
+    /// The window for dead-lettering `id` now: 5 min, 10, 20, ... capped at 24 h.
+    pub fn next_window(&mut self, id: &str) -> Duration {
+        let n = self.strikes.entry(id.to_owned()).or_insert(0);
+        let window = FIRST_WINDOW
+            .checked_mul(1u32.checked_shl(*n).unwrap_or(u32::MAX))
+            .unwrap_or(LONGEST_WINDOW)
+            .min(LONGEST_WINDOW);
+        *n = n.saturating_add(1);
+        window
+    }
+
+    /// An acknowledged id starts from the base window again.
+    pub fn forget(&mut self, id: &str) {
+        self.strikes.remove(id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_window_starts_at_5_minutes_doubles_per_id_and_caps_at_24_hours() {
+        let mut l = Ladder::default();
+        let mins: Vec<u64> = (0..12).map(|_| l.next_window("a").as_secs() / 60).collect();
+        assert_eq!(
+            mins,
+            [5, 10, 20, 40, 80, 160, 320, 640, 1280, 1440, 1440, 1440]
+        );
+        assert_eq!(l.next_window("b"), FIRST_WINDOW, "per id");
+        for _ in 0..100 {
+            assert!(l.next_window("a") <= LONGEST_WINDOW);
+        }
+        l.forget("a");
+        assert_eq!(l.next_window("a"), FIRST_WINDOW);
+    }
+}

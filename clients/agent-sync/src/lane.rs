@@ -1,0 +1,545 @@
+//! The metadata lane: discovery, passes, and what each outcome does, on a schedule.
+//!
+//! Spec, "Cursors and eventual consistency": the lane ticks every 5 seconds. The first run seeds
+//! the whole outbox (the backfill) and persists the cursor with it; a backfill pass then carries
+//! 3 sessions, because backfill payloads are the fat ones. In steady state an incremental pass
+//! lists the sessions updated after the cursor and sends up to 10, at most every 30 seconds. A
+//! startup discovery sweep (and an idle sweep now and then) re-selects sessions whose data
+//! revision or artifact refs changed since they were acknowledged.
+//!
+//! Spec, "Retries, backoff, and dead-lettering": no exponential send backoff. Ack timeouts and
+//! thrown transport errors retry on the next tick; the deferring rejections hold a session 30
+//! seconds; budgets dead-letter a session after its consecutive failures of one kind; the timed
+//! recovery pass returns transient dead letters when their window opens; a cold start re-admits
+//! the deterministic ones (the re-backfill). An `unauthenticated` answer pauses the lane with
+//! every budget intact until the token recovers; `feature_disabled` parks it as capability-off
+//! and it probes again later; a 429 stops sending until its `Retry-After` has passed.
+//!
+//! The schedule's numbers are the spec's defaults ([`Settings::default`]). One setting, off by
+//! default, raises the pass sizes to the server's per-batch cap and lets a pass follow the last
+//! at once while work is due (bulk imports, benchmarks).
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use crate::chunker::{self, Mode, Unsendable};
+use crate::clock::Clock;
+use crate::dead_letter::{Class, Ladder};
+use crate::outcome::{Answer, Effect, LaneEffect, Outcome, classify};
+use crate::state::{Pending, State, StateError};
+use crate::store::{SessionStore, StoreError};
+use crate::transport::{HelloAck, Transport};
+
+/// The schedule (spec defaults).
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub tick: Duration,
+    pub incremental_every: Duration,
+    pub incremental_pass: usize,
+    pub backfill_pass: usize,
+    /// How long a deferring rejection holds a session.
+    pub defer: Duration,
+    /// How often the idle sweep re-checks revisions and artifact refs.
+    pub sweep_every: Duration,
+    /// How long a lane parked as capability-off waits before it tries again.
+    pub park_probe: Duration,
+    /// Off by default: pass sizes raised to the server's cap, passes back to back while work is due.
+    pub raise_pass_sizes: bool,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            tick: Duration::from_secs(5),
+            incremental_every: Duration::from_secs(30),
+            incremental_pass: 10,
+            backfill_pass: 3,
+            defer: Duration::from_secs(30),
+            sweep_every: Duration::from_secs(15 * 60),
+            park_probe: Duration::from_secs(5 * 60),
+            raise_pass_sizes: false,
+        }
+    }
+}
+
+/// Running, paused (credential lost) or parked (capability off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaneStatus {
+    Running,
+    /// `unauthenticated`: waits for a working token, budgets intact.
+    Paused,
+    /// `feature_disabled`: the org or the service switched the capability off.
+    Parked,
+}
+
+/// Whether the device believes its connection is up (the app's network monitor sets it).
+#[derive(Debug, Clone)]
+pub struct Network(Arc<AtomicBool>);
+
+impl Default for Network {
+    fn default() -> Self {
+        Self(Arc::new(AtomicBool::new(true)))
+    }
+}
+
+impl Network {
+    pub fn set_online(&self, online: bool) {
+        self.0.store(online, Ordering::SeqCst);
+    }
+    pub fn is_online(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Observability hooks: every outcome with the number of sessions it concerned, every dead letter.
+pub trait Observer: Send + Sync {
+    fn outcome(&self, _outcome: Outcome, _sessions: usize) {}
+    fn dead_lettered(&self, _session_id: &str, _class: Class) {}
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaneError {
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+/// What one tick did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TickReport {
+    pub envelopes: usize,
+    pub acked: usize,
+    /// A pass was full and more work is due now.
+    pub more_due: bool,
+}
+
+pub struct Lane<S: SessionStore> {
+    store: S,
+    state: State,
+    transport: Transport,
+    clock: Arc<dyn Clock>,
+    settings: Settings,
+    target: String,
+    network: Network,
+    was_online: bool,
+    ladder: Ladder,
+    hello: Option<HelloAck>,
+    status: LaneStatus,
+    /// Nothing is sent before this (pause, park, Retry-After, a failed hello).
+    quiet_until_ms: i64,
+    next_incremental_ms: i64,
+    next_sweep_ms: i64,
+    counts: BTreeMap<Outcome, u64>,
+    observer: Option<Box<dyn Observer>>,
+}
+
+impl<S: SessionStore> Lane<S> {
+    /// A lane over `store` for `target`. This is a cold start: deterministic dead letters are
+    /// re-admitted (the spec's cold-restart re-backfill).
+    pub fn new(
+        store: S,
+        mut state: State,
+        transport: Transport,
+        clock: Arc<dyn Clock>,
+        settings: Settings,
+        target: &str,
+    ) -> Result<Self, LaneError> {
+        state.release_deterministic()?;
+        Ok(Self {
+            store,
+            state,
+            transport,
+            clock,
+            settings,
+            target: target.to_owned(),
+            network: Network::default(),
+            was_online: true,
+            ladder: Ladder::default(),
+            hello: None,
+            status: LaneStatus::Running,
+            quiet_until_ms: i64::MIN,
+            next_incremental_ms: i64::MIN,
+            next_sweep_ms: i64::MIN,
+            counts: BTreeMap::new(),
+            observer: None,
+        })
+    }
+
+    pub fn with_observer(mut self, observer: Box<dyn Observer>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The handle the app's network monitor sets.
+    pub fn network(&self) -> Network {
+        self.network.clone()
+    }
+
+    pub fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    pub fn status(&self) -> LaneStatus {
+        self.status
+    }
+
+    pub fn state(&self) -> &State {
+        &self.state
+    }
+
+    pub fn store(&self) -> &S {
+        &self.store
+    }
+
+    /// Sessions per outcome since the lane started.
+    pub fn counts(&self) -> BTreeMap<&'static str, u64> {
+        self.counts.iter().map(|(o, n)| (o.name(), *n)).collect()
+    }
+
+    /// Whether everything discovered so far has been delivered or set aside.
+    pub fn drained(&self) -> Result<bool, LaneError> {
+        Ok(self.state.backfilled()? && self.state.pending_count()? == 0)
+    }
+
+    /// Tick forever on the schedule.
+    pub async fn run(&mut self) -> Result<(), LaneError> {
+        loop {
+            self.tick_and_wait().await?;
+        }
+    }
+
+    /// Tick until everything discovered has been delivered or set aside, or the lane stops
+    /// (paused or parked); returns the status it ended in.
+    pub async fn run_until_drained(&mut self) -> Result<LaneStatus, LaneError> {
+        loop {
+            self.tick_and_wait().await?;
+            if self.status != LaneStatus::Running || self.drained()? {
+                return Ok(self.status);
+            }
+        }
+    }
+
+    async fn tick_and_wait(&mut self) -> Result<(), LaneError> {
+        let r = self.tick().await?;
+        if !(self.settings.raise_pass_sizes && r.more_due) {
+            tokio::time::sleep(self.settings.tick).await;
+        }
+        Ok(())
+    }
+
+    fn pass_size(&self, mode: Mode) -> usize {
+        match (self.settings.raise_pass_sizes, mode) {
+            (true, _) => {
+                self.hello
+                    .map_or(chunker::Limits::default(), |h| h.limits)
+                    .max_sessions_per_batch
+            }
+            (false, Mode::Backfill) => self.settings.backfill_pass,
+            (false, Mode::Incremental) => self.settings.incremental_pass,
+        }
+    }
+
+    fn at(&self, now: i64, d: Duration) -> i64 {
+        now.saturating_add(d.as_millis() as i64)
+    }
+
+    /// One tick: hello if needed, discovery, the timed recovery pass, and at most one pass.
+    pub async fn tick(&mut self) -> Result<TickReport, LaneError> {
+        let now = self.clock.now_ms();
+        let online = self.network.is_online();
+        if !online {
+            if self.was_online {
+                // The device now knows: budget spent on timeouts before it noticed goes back.
+                let n = self.state.hand_back(Outcome::TransportTimeout)?;
+                tracing::info!(sessions = n, "offline: timeout budgets handed back");
+            }
+            self.was_online = false;
+            return Ok(TickReport::default());
+        }
+        self.was_online = true;
+        if now < self.quiet_until_ms {
+            return Ok(TickReport::default());
+        }
+        if self.hello.is_none() || self.status == LaneStatus::Paused {
+            match self.transport.hello().await {
+                Ok(ack) => {
+                    self.hello = Some(ack);
+                    if self.status == LaneStatus::Paused {
+                        tracing::info!("token accepted again: lane resumed");
+                        self.status = LaneStatus::Running;
+                    }
+                }
+                Err(answer) => {
+                    let outcome = classify(&answer);
+                    self.record(outcome, 0);
+                    if outcome == Outcome::Unauthenticated {
+                        self.status = LaneStatus::Paused;
+                    }
+                    self.quiet_until_ms = self.at(now, self.settings.defer);
+                    return Ok(TickReport::default());
+                }
+            }
+        }
+        self.state.recover_due(now)?;
+        let mode = if !self.state.backfilled()? {
+            self.discover(now, None)?;
+            Mode::Backfill
+        } else if !self.state.due(now, 1, true)?.is_empty() {
+            Mode::Backfill
+        } else if now >= self.next_incremental_ms {
+            self.next_incremental_ms = self.at(now, self.settings.incremental_every);
+            let cursor = self.state.cursor_us()?;
+            self.discover(now, cursor)?;
+            Mode::Incremental
+        } else {
+            return Ok(TickReport::default());
+        };
+        self.pass(now, mode).await
+    }
+
+    /// Seed the outbox: everything (backfill) or what changed after the cursor, plus the sweep's
+    /// re-selections when it is due.
+    fn discover(&mut self, now: i64, cursor_us: Option<i64>) -> Result<(), LaneError> {
+        let backfill = !self.state.backfilled()?;
+        // One millisecond back: ties at the cursor are caught; unchanged acked ones are skipped.
+        let after = cursor_us.and_then(|us| chrono::DateTime::from_timestamp_micros(us - 1000));
+        let listed = match self
+            .store
+            .list_updated_after(if backfill { None } else { after })
+        {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, "session store listing failed; retried next pass");
+                return Ok(());
+            }
+        };
+        let seeded = self.state.seed(&listed, backfill)?;
+        if seeded > 0 {
+            tracing::debug!(seeded, backfill, "outbox seeded");
+        }
+        if backfill {
+            self.next_sweep_ms = self.at(now, self.settings.sweep_every);
+        } else if now >= self.next_sweep_ms {
+            self.next_sweep_ms = self.at(now, self.settings.sweep_every);
+            if let Ok(all) = self.store.list_updated_after(None) {
+                let changed = self.state.changed_since_ack(&all)?;
+                if !changed.is_empty() {
+                    tracing::info!(
+                        sessions = changed.len(),
+                        "re-selected: revision or refs changed"
+                    );
+                    self.state.seed(&changed, false)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Hydrate, plan and send one pass.
+    async fn pass(&mut self, now: i64, mode: Mode) -> Result<TickReport, LaneError> {
+        let size = self.pass_size(mode);
+        let rows = self.state.due(now, size, mode == Mode::Backfill)?;
+        if rows.is_empty() {
+            return Ok(TickReport::default());
+        }
+        let full = rows.len() == size;
+        let mut sessions = Vec::with_capacity(rows.len());
+        let mut sent_rows = Vec::with_capacity(rows.len());
+        for row in rows {
+            match self.store.load(&row.session_id) {
+                Ok(Some(s)) => {
+                    sessions.push(s);
+                    sent_rows.push(row);
+                }
+                Ok(None) => self.state.forget(&row.session_id)?,
+                Err(StoreError::Unreadable { cause, .. }) => {
+                    tracing::warn!(session_id = row.session_id, cause, "unreadable session");
+                    self.record(Outcome::SerializationFailed, 1);
+                    self.set_aside(&row, Outcome::SerializationFailed, now)?;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "session store load failed; deferred");
+                    self.state
+                        .defer(&[&row.session_id], self.at(now, self.settings.defer))?;
+                }
+            }
+        }
+        let hello = self.hello.unwrap_or(HelloAck::LEGACY);
+        let plan = chunker::plan(
+            &sessions,
+            mode,
+            &self.target,
+            &hello.limits,
+            hello.compression,
+        );
+        drop(sessions);
+        let row_of = |id: &str| sent_rows.iter().find(|r| r.session_id == id);
+        for (id, why) in &plan.unsendable {
+            let outcome = match why {
+                Unsendable::Oversize => Outcome::Oversize,
+                Unsendable::Serialization(_) => Outcome::SerializationFailed,
+            };
+            if let Some(row) = row_of(id) {
+                self.record(outcome, 1);
+                self.set_aside(row, outcome, now)?;
+            }
+        }
+        let mut report = TickReport {
+            more_due: full,
+            ..TickReport::default()
+        };
+        for envelope in &plan.envelopes {
+            let answer = if self.network.is_online() {
+                self.transport.post(envelope).await
+            } else {
+                Answer::NotReady
+            };
+            report.envelopes += 1;
+            let outcome = classify(&answer);
+            let effect = outcome.effect(self.network.is_online());
+            let mut seen = HashSet::new();
+            if effect.ack {
+                let done: Vec<Pending> = envelope
+                    .items
+                    .iter()
+                    .filter(|i| i.chunk.index + 1 == i.chunk.total)
+                    .filter_map(|i| row_of(&i.session_id).cloned())
+                    .collect();
+                self.state.ack(&done)?;
+                for p in &done {
+                    self.ladder.forget(&p.session_id);
+                }
+                self.record(Outcome::Synced, done.len());
+                if self.status == LaneStatus::Parked {
+                    tracing::info!("agent session sync is on again: lane unparked");
+                    self.status = LaneStatus::Running;
+                }
+                report.acked += done.len();
+                continue;
+            }
+            let rows: Vec<&Pending> = envelope
+                .items
+                .iter()
+                .filter(|i| seen.insert(i.session_id.as_str()))
+                .filter_map(|i| row_of(&i.session_id))
+                .collect();
+            let retry_after = match answer {
+                Answer::Http { retry_after, .. } => retry_after,
+                _ => None,
+            };
+            self.fail(&rows, outcome, effect, retry_after, now)?;
+            // The rest of the pass waits for the next tick.
+            report.more_due = false;
+            break;
+        }
+        Ok(report)
+    }
+
+    fn fail(
+        &mut self,
+        rows: &[&Pending],
+        outcome: Outcome,
+        effect: Effect,
+        retry_after: Option<Duration>,
+        now: i64,
+    ) -> Result<(), LaneError> {
+        self.record(outcome, rows.len());
+        let ids: Vec<&str> = rows.iter().map(|r| r.session_id.as_str()).collect();
+        tracing::info!(
+            outcome = outcome.name(),
+            sessions = ids.len(),
+            "batch not acknowledged"
+        );
+        if effect.dead_letter_now {
+            for r in rows {
+                self.set_aside(r, outcome, now)?;
+            }
+            return Ok(());
+        }
+        let mut spent = Vec::new();
+        if let Some(b) = effect.budget {
+            spent = self.state.count_failure(&ids, b.kind, b.limit)?;
+            for id in &spent {
+                if let Some(r) = rows.iter().find(|r| &r.session_id == id) {
+                    self.set_aside(r, outcome, now)?;
+                }
+            }
+        }
+        let wait = match (effect.lane, retry_after) {
+            (LaneEffect::Wait, Some(ra)) => ra.max(self.settings.defer),
+            _ => self.settings.defer,
+        };
+        if effect.defer {
+            let held: Vec<&str> = ids
+                .iter()
+                .copied()
+                .filter(|id| !spent.iter().any(|s| s == id))
+                .collect();
+            self.state.defer(&held, self.at(now, wait))?;
+        }
+        match effect.lane {
+            LaneEffect::None => {}
+            LaneEffect::Pause => {
+                tracing::warn!("the device token was refused: lane paused until it works again");
+                self.status = LaneStatus::Paused;
+                self.quiet_until_ms = self.at(now, self.settings.defer);
+            }
+            LaneEffect::Park => {
+                tracing::warn!("agent session sync is off for this org: lane parked");
+                self.status = LaneStatus::Parked;
+                self.quiet_until_ms = self.at(now, self.settings.park_probe);
+            }
+            LaneEffect::Wait => {
+                self.quiet_until_ms = self.at(now, retry_after.unwrap_or(self.settings.defer));
+            }
+        }
+        Ok(())
+    }
+
+    /// Dead-letter one session: deterministic (no window) or transient (the ladder's window).
+    fn set_aside(&mut self, row: &Pending, outcome: Outcome, now: i64) -> Result<(), LaneError> {
+        let (class, retry_at) = if outcome.is_deterministic() {
+            (Class::Deterministic, None)
+        } else {
+            let window = self.ladder.next_window(&row.session_id);
+            (Class::Transient, Some(self.at(now, window)))
+        };
+        let evicted = self
+            .state
+            .dead_letter(row, class, outcome.name(), now, retry_at)?;
+        for id in evicted {
+            self.ladder.forget(&id);
+        }
+        tracing::warn!(
+            session_id = row.session_id,
+            class = class.as_str(),
+            reason = outcome.name(),
+            "dead-lettered"
+        );
+        if let Some(o) = &self.observer {
+            o.dead_lettered(&row.session_id, class);
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, outcome: Outcome, sessions: usize) {
+        *self.counts.entry(outcome).or_default() += sessions as u64;
+        if let Some(o) = &self.observer {
+            o.outcome(outcome, sessions);
+        }
+    }
+
+    /// A change of signed-in identity: everything derived from the old one is cleared.
+    pub fn sign_in(&mut self, identity: &str, token: Option<String>) -> Result<(), LaneError> {
+        self.state.bind(identity, &self.target)?;
+        self.transport.token().set(token);
+        self.ladder = Ladder::default();
+        self.hello = None;
+        self.status = LaneStatus::Running;
+        self.quiet_until_ms = i64::MIN;
+        self.next_incremental_ms = i64::MIN;
+        self.next_sweep_ms = i64::MIN;
+        Ok(())
+    }
+}

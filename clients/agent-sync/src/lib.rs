@@ -1,0 +1,32 @@
+//! The desktop side of the agent session metadata lane (schema version 2): what a desktop app
+//! embeds to push a sanitized projection of its local AI coding sessions to syncplane's ingest
+//! endpoint, one way, without losing or duplicating a session.
+//!
+//! - [`session`]: the local record and the projection that crosses the boundary;
+//! - [`chunker`]: envelopes within the batch size and both byte caps, chunk sequences;
+//! - [`transport`]: hello first, gzip only when advertised, a deadline below the server's;
+//! - [`outcome`]: the error taxonomy and what each outcome does;
+//! - [`state`] and [`dead_letter`]: the cursor, the outbox and the dead-letter set in SQLite;
+//! - [`store`]: the app's session store (a trait), with an in-memory and a JSON-directory store;
+//! - [`lane`]: the schedule, [`Lane::tick`] and [`Lane::run`], with observability hooks.
+//!
+//! Embedding: build a [`Transport`] with the ingest base URL and the device token, open the
+//! [`State`] for the signed-in identity and compute target, and run a [`Lane`] over your store.
+
+pub mod chunker;
+pub mod clock;
+pub mod dead_letter;
+pub mod lane;
+pub mod outcome;
+pub mod session;
+pub mod state;
+pub mod store;
+pub mod transport;
+
+pub use clock::{Clock, FakeClock, SystemClock};
+pub use lane::{Lane, LaneError, LaneStatus, Network, Observer, Settings, TickReport};
+pub use outcome::Outcome;
+pub use session::LocalSession;
+pub use state::State;
+pub use store::{JsonDirStore, MemoryStore, SessionStore};
+pub use transport::{TokenHandle, Transport};

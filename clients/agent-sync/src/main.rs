@@ -1,0 +1,128 @@
+//! `syncplane-agent`: the metadata lane as a command, reading sessions from a directory of JSON
+//! files (one session each, in the contract's camelCase shape) — for scripting and tests.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+use syncplane_agent::transport::DEFAULT_DEADLINE;
+use syncplane_agent::{
+    JsonDirStore, Lane, LaneStatus, Settings, State, SystemClock, TokenHandle, Transport,
+};
+
+#[derive(Parser)]
+#[command(
+    name = "syncplane-agent",
+    about = "Push local agent sessions to syncplane's ingest endpoint"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Send every session of the store that the cloud does not have yet, then exit.
+    Push {
+        /// Directory of session JSON files.
+        #[arg(long)]
+        store: PathBuf,
+        /// Ingest base URL (the host serving /api/agent-sessions/*).
+        #[arg(long, env = "SYNCPLANE_AGENT_URL")]
+        url: String,
+        /// Device token (spd_...).
+        #[arg(long, env = "SYNCPLANE_AGENT_TOKEN", hide_env_values = true)]
+        token: String,
+        /// This device's compute target id.
+        #[arg(long, env = "SYNCPLANE_AGENT_TARGET")]
+        target: String,
+        /// The signed-in identity; a different one clears the lane's state.
+        #[arg(long, env = "SYNCPLANE_AGENT_IDENTITY", default_value = "default")]
+        identity: String,
+        /// Lane state database (default: <store>/.syncplane-agent.db).
+        #[arg(long)]
+        state: Option<PathBuf>,
+        /// Milliseconds between ticks (the spec's 5000 by default).
+        #[arg(long, default_value_t = 5000)]
+        tick_ms: u64,
+        /// Raise pass sizes to the server's cap and send passes back to back.
+        #[arg(long)]
+        raise_pass_sizes: bool,
+    },
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    match run(Cli::parse()).await {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("syncplane-agent: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    let Command::Push {
+        store,
+        url,
+        token,
+        target,
+        identity,
+        state,
+        tick_ms,
+        raise_pass_sizes,
+    } = cli.command;
+    let state_path = state.unwrap_or_else(|| store.join(".syncplane-agent.db"));
+    let state = State::open(&state_path, &identity, &target)?;
+    let transport = Transport::new(&url, TokenHandle::new(Some(token)), DEFAULT_DEADLINE)?;
+    let settings = Settings {
+        tick: Duration::from_millis(tick_ms),
+        raise_pass_sizes,
+        ..Settings::default()
+    };
+    let mut lane = Lane::new(
+        JsonDirStore::new(&store),
+        state,
+        transport,
+        Arc::new(SystemClock),
+        settings,
+        &target,
+    )?;
+    let status = lane.run_until_drained().await?;
+    let dead = lane.state().dead_letters()?.len();
+    println!(
+        "{}",
+        serde_json::json!({ "status": format!("{status:?}"), "counts": lane.counts(), "deadLetters": dead })
+    );
+    Ok(match status {
+        LaneStatus::Running if dead == 0 => ExitCode::SUCCESS,
+        LaneStatus::Running => {
+            eprintln!(
+                "syncplane-agent: {dead} session(s) set aside; they are retried on a later push"
+            );
+            ExitCode::from(2)
+        }
+        LaneStatus::Paused => {
+            eprintln!(
+                "syncplane-agent: --token was refused (401): issue a new device token and pass it with --token"
+            );
+            ExitCode::from(3)
+        }
+        LaneStatus::Parked => {
+            eprintln!(
+                "syncplane-agent: agent session sync is disabled for this org (feature_disabled): enable the org's sync policy, then push again"
+            );
+            ExitCode::from(4)
+        }
+    })
+}

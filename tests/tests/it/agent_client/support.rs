@@ -1,0 +1,273 @@
+//! The agent client against the real ingest handler: an org with a user, a compute target and a
+//! device token on a fresh database, the handler served on loopback, and lanes over an in-memory
+//! store on a fake clock (so the spec's 5 s / 30 s schedule runs without waiting).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use shared::ingest::IngestState;
+use shared::ingest::provision::{self, NewOrg};
+use syncplane_agent::{
+    FakeClock, Lane, LocalSession, MemoryStore, Settings, State, TokenHandle, Transport,
+};
+use syncplane_tests::agent_server::IngestServer;
+use syncplane_tests::db::TestDb;
+
+pub const TARGET: &str = "laptop-1";
+pub const TICK: Duration = Duration::from_secs(5);
+
+pub struct Env {
+    pub db: TestDb,
+    pub org: i64,
+    pub user: i64,
+    pub token: String,
+    pub token_id: i64,
+    pub server: IngestServer,
+    pub dir: TempDir,
+}
+
+pub async fn env() -> Env {
+    env_with(1000).await
+}
+
+pub async fn env_with(rate_limit_per_minute: u32) -> Env {
+    let db = TestDb::new().await;
+    let org = provision::create_org(
+        &db.pool,
+        &NewOrg {
+            name: "acme",
+            sync_policy: Some(true),
+            feature_gate: true,
+            frustration_opt_in: false,
+        },
+    )
+    .await
+    .unwrap();
+    let user = provision::create_user(&db.pool, org, "ada").await.unwrap();
+    provision::create_compute_target(&db.pool, user, TARGET)
+        .await
+        .unwrap();
+    let issued = provision::issue_device_token(&db.pool, user, Some("laptop"))
+        .await
+        .unwrap();
+    let server = IngestServer::start(IngestState {
+        pool: db.pool.clone(),
+        rate_limit_per_minute,
+    })
+    .await;
+    Env {
+        db,
+        org,
+        user,
+        token: issued.token,
+        token_id: issued.id,
+        server,
+        dir: TempDir::new(),
+    }
+}
+
+/// A directory removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl Default for TempDir {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TempDir {
+    pub fn new() -> Self {
+        let p = std::env::temp_dir().join(format!("agent-client-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&p).unwrap();
+        Self(p)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A session with `events` events carrying local text the lane must not send.
+pub fn session(id: &str, updated_secs: i64, revision: &str, events: u64) -> LocalSession {
+    let updated = chrono::DateTime::from_timestamp(1_772_000_000 + updated_secs, 0)
+        .unwrap()
+        .to_rfc3339();
+    serde_json::from_value(json!({
+        "sessionId": id, "updatedAt": updated, "dataRevision": revision,
+        "agent": "claude-code", "model": "opus", "title": format!("session {id}"),
+        "usage": {"inputTokens": 10, "outputTokens": 20},
+        "events": (0..events).map(|seq| json!({
+            "seq": seq, "ts": "2026-03-01T09:30:00Z", "kind": "tool_call",
+            "toolName": format!("tool-{}", seq % 7), "durationMs": seq % 1000,
+            "inputTokens": 3, "outputTokens": 4, "isError": seq % 11 == 0,
+            "summary": "local text", "data": {"stdout": "local"}
+        })).collect::<Vec<_>>(),
+        "tokenEvents": [{"ts": "2026-03-01T09:30:00Z", "inputTokens": 1, "outputTokens": 2}],
+        "tokenSeries": [[1, 2]],
+        "artifactRefs": [{"kind": "pr", "ref": format!("acme/app#{id}")}],
+    }))
+    .unwrap()
+}
+
+pub fn store_of(sessions: impl IntoIterator<Item = LocalSession>) -> MemoryStore {
+    let store = MemoryStore::default();
+    for s in sessions {
+        store.put(s);
+    }
+    store
+}
+
+pub struct Built {
+    pub lane: Lane<MemoryStore>,
+    pub clock: FakeClock,
+}
+
+/// A lane over `store` talking to `url`, its state in `env.dir`, on a fake clock.
+pub fn lane(env: &Env, store: MemoryStore, url: &str, settings: Settings) -> Built {
+    lane_with(env, store, url, settings, Duration::from_secs(8), "ada")
+}
+
+pub fn lane_with(
+    env: &Env,
+    store: MemoryStore,
+    url: &str,
+    settings: Settings,
+    deadline: Duration,
+    identity: &str,
+) -> Built {
+    let clock = FakeClock::at(1_780_000_000_000);
+    let state = State::open(&env.dir.0.join("state.db"), identity, TARGET).unwrap();
+    let transport =
+        Transport::new(url, TokenHandle::new(Some(env.token.clone())), deadline).unwrap();
+    let lane = Lane::new(
+        store,
+        state,
+        transport,
+        Arc::new(clock.clone()),
+        settings,
+        TARGET,
+    )
+    .unwrap();
+    Built { lane, clock }
+}
+
+impl Built {
+    /// Tick on the schedule (the fake clock moves 5 s per tick) until drained; the tick count.
+    pub async fn drain(&mut self, max_ticks: usize) -> usize {
+        for n in 1..=max_ticks {
+            self.lane.tick().await.unwrap();
+            if self.lane.drained().unwrap() {
+                return n;
+            }
+            self.clock.advance(TICK);
+        }
+        panic!(
+            "not drained after {max_ticks} ticks: {:?}",
+            self.lane.counts()
+        );
+    }
+
+    pub async fn ticks(&mut self, n: usize) {
+        for _ in 0..n {
+            self.lane.tick().await.unwrap();
+            self.clock.advance(TICK);
+        }
+    }
+}
+
+/// Columnar event metadata as stored, or as the source has it.
+type EventRow = (
+    i64,
+    String,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+    Option<i64>,
+    Option<bool>,
+);
+
+pub async fn stored_events(env: &Env, id: &str) -> Vec<EventRow> {
+    sqlx::query_as(
+        "SELECT e.seq, e.kind, e.tool_name, e.duration_ms, e.input_tokens, e.output_tokens, e.is_error
+           FROM agent_session_events e JOIN agent_sessions s ON s.id = e.session_pk
+          WHERE s.compute_target_id = $1 AND s.session_id = $2 ORDER BY e.seq",
+    )
+    .bind(TARGET)
+    .bind(id)
+    .fetch_all(&env.db.pool)
+    .await
+    .unwrap()
+}
+
+pub fn source_events(s: &LocalSession) -> Vec<EventRow> {
+    s.events
+        .iter()
+        .flatten()
+        .map(|e| {
+            (
+                e.seq as i64,
+                e.kind.clone(),
+                e.tool_name.clone(),
+                e.duration_ms.map(|v| v as i64),
+                e.input_tokens.map(|v| v as i64),
+                e.output_tokens.map(|v| v as i64),
+                e.is_error,
+            )
+        })
+        .collect()
+}
+
+/// The stored (committed revision, pending revision, event_count) of a session.
+pub async fn stored(env: &Env, id: &str) -> Option<(Option<String>, Option<String>, i32)> {
+    sqlx::query_as(
+        "SELECT committed_revision, pending_revision, event_count FROM agent_sessions
+          WHERE compute_target_id = $1 AND session_id = $2",
+    )
+    .bind(TARGET)
+    .bind(id)
+    .fetch_optional(&env.db.pool)
+    .await
+    .unwrap()
+}
+
+pub async fn session_count(env: &Env) -> i64 {
+    sqlx::query_scalar("SELECT count(*) FROM agent_sessions")
+        .fetch_one(&env.db.pool)
+        .await
+        .unwrap()
+}
+
+/// Every source session is stored, committed at its revision, with exactly its events.
+pub async fn assert_arrived(env: &Env, sessions: &[LocalSession]) {
+    assert_eq!(session_count(env).await, sessions.len() as i64);
+    for s in sessions {
+        let (committed, pending, count) = stored(env, &s.session_id)
+            .await
+            .unwrap_or_else(|| panic!("{} not stored", s.session_id));
+        assert_eq!(
+            committed.as_deref(),
+            Some(s.data_revision.as_str()),
+            "{}",
+            s.session_id
+        );
+        assert_eq!(pending, None, "{}", s.session_id);
+        assert_eq!(count as usize, s.event_count(), "{}", s.session_id);
+        assert_eq!(
+            stored_events(env, &s.session_id).await,
+            source_events(s),
+            "{}",
+            s.session_id
+        );
+    }
+}
+
+/// Every chunk was acknowledged exactly once.
+pub fn assert_acked_once(env: &Env) {
+    for (item, n) in env.server.acked_items() {
+        assert_eq!(n, 1, "{item:?} acknowledged {n} times");
+    }
+}
