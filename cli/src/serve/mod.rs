@@ -121,7 +121,9 @@ impl Functions {
                 let work = shared::ingest::handle(&self.ingest, req);
                 guard.serve(&self.ingest.pool, work).await
             }
-            Function::Webhook | Function::SyncApi => {
+            // As the sync-api function: `GET /api/health` answers before the schema check.
+            Function::SyncApi => shared::api::serve(&self.app, guard, req).await,
+            Function::Webhook => {
                 let Some(pool) = self.app.default_pool() else {
                     return gateway::refusal(
                         StatusCode::SERVICE_UNAVAILABLE,
@@ -129,13 +131,9 @@ impl Functions {
                         "no tenant configured",
                     );
                 };
-                if function == Function::Webhook {
-                    guard
-                        .serve(pool, shared::webhook::handle(&self.app, req))
-                        .await
-                } else {
-                    guard.serve(pool, shared::api::handle(&self.app, req)).await
-                }
+                guard
+                    .serve(pool, shared::webhook::handle(&self.app, req))
+                    .await
             }
         }
     }
