@@ -79,13 +79,17 @@ enum Databases<'a> {
 }
 
 impl Command {
-    /// The databases to check before running (`None`: `migrate`, which makes them current).
+    /// The databases to check before running (`None`: `migrate`, which makes them current, and
+    /// `serve`, which checks per request).
     fn databases(&self) -> Option<Databases<'_>> {
         fn named(t: &Option<String>) -> Databases<'_> {
             t.as_deref().map_or(Databases::All, Databases::One)
         }
         Some(match self {
             Command::Migrate => return None,
+            // Like the functions it serves: each request meets the schema check (503
+            // `schema_behind`), and `GET /api/health` reports the database.
+            Command::Serve(_) => return None,
             Command::Sync(a) => named(&a.tenant),
             Command::Reap(a) | Command::Drain(a) => named(&a.tenant),
             Command::Search(a) => a.tenant.as_deref().map_or(Databases::First, Databases::One),
