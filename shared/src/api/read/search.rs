@@ -8,7 +8,8 @@
 //!   first, ranked by `ts_rank_cd` over that vector (title A above headings B); then body-only
 //!   hits, ranked by `ts_rank_cd` over the whole weighted vector (title A, headings B, body C).
 //!   Within a tier ties are broken by kind (documents first) then id, so pages never overlap or
-//!   skip. Each tier ranks at most [`RANK_CANDIDATES`] matches per table, taken in index order:
+//!   skip. Each tier ranks at most [`RANK_CANDIDATES`] (body tier: [`BODY_RANK_CANDIDATES`])
+//!   matches per table, taken in index order:
 //!   ranking reads every candidate's vector, and without the cap a word found in most of 100,000
 //!   documents costs a read of all of them. A capped page says `truncated: true`.
 //! - Keyset pagination: the cursor carries the last (tier, rank, kind, id) and a fingerprint of
@@ -113,7 +114,21 @@ fn validate_query(q: &str) -> Result<String, ApiError> {
 /// Most candidates one tier ranks, per table (documents, READMEs). Ranking reads each
 /// candidate's vector, so a word found in most documents would otherwise cost a read of all of
 /// them; past this many matches a page says `truncated` and the caller narrows the query.
-pub const RANK_CANDIDATES: i64 = 1_000;
+pub const RANK_CANDIDATES: i64 = 500;
+/// The body tier's cap: its candidates' vectors are the large ones (about 5 KB each, read out of
+/// TOAST and decompressed), so it ranks fewer; it is only reached when the first tier does not
+/// fill the page.
+pub const BODY_RANK_CANDIDATES: i64 = 200;
+
+impl Tier {
+    /// Most candidates this tier ranks per table.
+    pub fn candidates(self) -> i64 {
+        match self {
+            Tier::Head => RANK_CANDIDATES,
+            Tier::Body => BODY_RANK_CANDIDATES,
+        }
+    }
+}
 
 /// Where a hit ranks: title-and-headings hits first, body-only hits after.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -376,7 +391,7 @@ pub async fn search(
             .bind(key.map(|k| k.kind))
             .bind(key.map(|k| k.id))
             .bind(req.limit + 1 - rows.len() as i64)
-            .bind(RANK_CANDIDATES)
+            .bind(tier.candidates())
             .fetch_all(&mut *tx)
             .await
             .map_err(db_failure("search"))?;
