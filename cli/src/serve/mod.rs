@@ -162,6 +162,29 @@ pub fn router(functions: Arc<Functions>) -> axum::Router {
     })
 }
 
+/// With the scheduler off (the local default), the upkeep the tick would do still runs on its
+/// cadence: dead runs reaped and waiting rerun markers drained, every [`TICK_INTERVAL`], so a
+/// request coalesced into a holder at its pass cap is not left waiting (issue 12 §4).
+pub fn spawn_upkeep(tenants: Arc<shared::jobs::Tenants>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut every = tokio::time::interval(TICK_INTERVAL);
+        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            every.tick().await;
+            let ids: Vec<String> = tenants.ids().map(str::to_owned).collect();
+            for id in ids {
+                let done = match tenants.workspace(&id) {
+                    Ok(ws) => crate::upkeep::reap_and_drain(&ws, true).await,
+                    Err(e) => Err(e.into()),
+                };
+                if let Err(e) = done {
+                    tracing::warn!(tenant = %id, error = %e, "reap and drain failed");
+                }
+            }
+        }
+    })
+}
+
 /// The tick function's logic every [`TICK_INTERVAL`] (the first at start), inline jobs; `None`
 /// when `SYNC_SCHEDULER` is off (the local default).
 pub fn spawn_scheduler(config: Config) -> Option<tokio::task::JoinHandle<()>> {
@@ -206,6 +229,9 @@ pub async fn run(
     writeln!(out, "syncplane serve: listening on http://{addr}")?;
     out.flush()?;
     let scheduler = spawn_scheduler(config.clone());
+    let upkeep = scheduler
+        .is_none()
+        .then(|| spawn_upkeep(functions.app.tenants.clone()));
     tracing::info!(
         %addr,
         scheduler = scheduler.is_some(),
@@ -215,6 +241,6 @@ pub async fn run(
     axum::serve(listener, router(functions))
         .await
         .context("the server stopped")?;
-    drop(scheduler);
+    drop((scheduler, upkeep));
     Ok(ExitCode::SUCCESS)
 }

@@ -253,3 +253,48 @@ async fn the_serve_command_validates_its_configuration_then_serves() {
     let _ = child.wait();
     assert_eq!(status, 200);
 }
+
+/// Issue 12 §4: with the scheduler off (the local default), `syncplane serve` still reaps dead
+/// runs on the scheduler's cadence (the first pass at start).
+#[tokio::test]
+async fn serve_reaps_a_dead_run_with_the_scheduler_off() {
+    let w = World::new().await;
+    let dead: i64 = sqlx::query_scalar(
+        "INSERT INTO sync_runs (trigger, status, lock_key, started_at)
+         VALUES ('manual', 'running', 4242, now() - interval '5 minutes') RETURNING id",
+    )
+    .fetch_one(&w.db.pool)
+    .await
+    .unwrap();
+    let mut vars = w.gh.app_env(w.installation);
+    vars.extend([
+        ("DATABASE_URL", w.db.url().expose().to_owned()),
+        ("SYNC_API_TOKEN", TOKEN.to_owned()),
+        ("GITHUB_WEBHOOK_SECRET", SECRET.to_owned()),
+        ("SYNC_SCHEDULER", "0".to_owned()),
+    ]);
+    let mut child = Command::new(syncplane_tests::processes::workspace_bin("syncplane"))
+        .args(["serve", "--addr", "127.0.0.1:0"])
+        .env_clear()
+        .envs(vars)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut status = String::new();
+    for _ in 0..100 {
+        status = sqlx::query_scalar("SELECT status FROM sync_runs WHERE id = $1")
+            .bind(dead)
+            .fetch_one(&w.db.pool)
+            .await
+            .unwrap();
+        if status != "running" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(status, "failed", "the dead run is reaped");
+}
