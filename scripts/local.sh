@@ -121,6 +121,8 @@ if [ -n "$no_app" ]; then
   export GITHUB_WEBHOOK_SECRET="${GITHUB_WEBHOOK_SECRET:-demo-webhook-secret}"
   export SYNC_API_TOKEN="${SYNC_API_TOKEN:-demo-sync-token}"
   echo "fake GitHub at $GITHUB_API_URL (App $GITHUB_APP_ID, installation $GITHUB_INSTALLATION_ID)"
+  # The device token the events/ingest-*.json samples carry (demo only, public).
+  "$syncplane" ingest demo
 fi
 
 # What the CLI (and scripts/demo.sh) need in another shell: the database and the App. Secrets are

@@ -97,6 +97,9 @@ pub enum IngestCommand {
         /// The token's id (printed on stderr by issue-token).
         token_id: i64,
     },
+    /// Local demo only (`SYNCPLANE_LOCAL=1`, as `scripts/local.sh` sets): provision the org, user,
+    /// compute target and device token the `events/ingest-*.json` samples carry. Idempotent.
+    Demo,
 }
 
 pub async fn run(
@@ -184,6 +187,24 @@ pub async fn run(
                 anyhow::bail!("token {token_id} not found or already revoked");
             }
             writeln!(out, "token {token_id} revoked")?;
+        }
+        IngestCommand::Demo => {
+            // The samples' token is public: it must never open a deployed database.
+            if std::env::var("SYNCPLANE_LOCAL").map_or(true, |v| v.is_empty() || v == "0") {
+                anyhow::bail!(
+                    "SYNCPLANE_LOCAL: `ingest demo` provisions the public sample token, for local                      runs only; set SYNCPLANE_LOCAL=1 (scripts/local.sh does) to use it"
+                );
+            }
+            let done = provision::demo(&pool).await?;
+            writeln!(
+                out,
+                "{}",
+                if done {
+                    "demo ingest token provisioned (events/ingest-*.json)"
+                } else {
+                    "demo ingest token already provisioned"
+                }
+            )?;
         }
     }
     Ok(ExitCode::SUCCESS)

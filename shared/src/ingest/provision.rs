@@ -187,3 +187,47 @@ pub async fn revoke_device_token(pool: &PgPool, token_id: i64) -> Result<bool, s
     .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// The device token the `events/ingest-*.json` samples carry: for the local demo only (a local
+/// run without a GitHub App), never issued by `issue_device_token`.
+pub const DEMO_DEVICE_TOKEN: &str =
+    "spd_events_fixture_test_only_0000000000000000000000000000000000000";
+/// The compute target the samples name.
+pub const DEMO_COMPUTE_TARGET: &str = "laptop-1";
+
+/// Provision what the ingest samples need (org `demo-acme` with the policy and gate on, user
+/// `ada`, target [`DEMO_COMPUTE_TARGET`], token [`DEMO_DEVICE_TOKEN`]) unless the token is already
+/// there: idempotent, so every local run can call it. Returns whether it provisioned.
+pub async fn demo(pool: &PgPool) -> Result<bool, sqlx::Error> {
+    let hash = super::auth::token_hash(DEMO_DEVICE_TOKEN);
+    let present: Option<i64> =
+        sqlx::query_scalar("SELECT id FROM device_tokens WHERE token_hash = $1")
+            .bind(hash.as_slice())
+            .fetch_optional(pool)
+            .await?;
+    if present.is_some() {
+        return Ok(false);
+    }
+    let org = create_org(
+        pool,
+        &NewOrg {
+            name: "demo-acme",
+            sync_policy: Some(true),
+            feature_gate: true,
+            frustration_opt_in: false,
+        },
+    )
+    .await?;
+    let user = create_user(pool, org, "ada").await?;
+    create_compute_target(pool, user, DEMO_COMPUTE_TARGET).await?;
+    sqlx::query(
+        "INSERT INTO device_tokens (token_hash, user_id, org_id, label)
+         VALUES ($1, $2, $3, 'local demo (events/ samples)')",
+    )
+    .bind(hash.as_slice())
+    .bind(user)
+    .bind(org)
+    .execute(pool)
+    .await?;
+    Ok(true)
+}

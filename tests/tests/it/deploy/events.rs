@@ -1,21 +1,20 @@
 //! The ingest sample events (`events/ingest-*.json`, for `cargo lambda invoke`) run through the
-//! ingest handler exactly as the function receives them. The files carry a test-only device
-//! token, provisioned here by its hash like any issued token.
+//! ingest handler exactly as the function receives them. The files carry the public demo device
+//! token, provisioned here as the local run provisions it (`syncplane ingest demo`).
 
 use lambda_http::Request;
 use lambda_http::request::LambdaRequest;
 use serde_json::Value;
-use shared::ingest::auth::token_hash;
 use shared::ingest::provision;
 use shared::ingest::{IngestState, handle};
 use syncplane_tests::db::TestDb;
 
 use super::repo_file;
 
-/// The documented test-only token of events/ingest-*.json (never issued by a real deployment:
-/// issued tokens are `spd_` and 64 hex digits).
-const FIXTURE_TOKEN: &str = "spd_events_fixture_test_only_0000000000000000000000000000000000000";
-const FIXTURE_TARGET: &str = "laptop-1";
+/// The public demo token of events/ingest-*.json (never issued by a real deployment: issued
+/// tokens are `spd_` and 64 hex digits; `ingest demo` refuses to run outside a local run).
+const FIXTURE_TOKEN: &str = provision::DEMO_DEVICE_TOKEN;
+const FIXTURE_TARGET: &str = provision::DEMO_COMPUTE_TARGET;
 
 fn event(name: &str) -> (Value, Request) {
     let text = std::fs::read_to_string(repo_file(&format!("events/{name}"))).unwrap();
@@ -24,22 +23,12 @@ fn event(name: &str) -> (Value, Request) {
     (raw, lambda.into())
 }
 
-/// An org, a user owning the fixture's compute target, and the fixture's token.
+/// What the local demo provisions (`syncplane ingest demo`, run by `scripts/local.sh`): the
+/// samples' token and compute target, so each sample answers there as here.
 async fn provisioned() -> (TestDb, IngestState) {
     let db = TestDb::new().await;
-    let (org, user) = syncplane_tests::provisioned::acme_and_ada(&db.pool).await;
-    provision::create_compute_target(&db.pool, user, FIXTURE_TARGET)
-        .await
-        .unwrap();
-    sqlx::query(
-        "INSERT INTO device_tokens (token_hash, user_id, org_id, label) VALUES ($1, $2, $3, 'events fixture')",
-    )
-    .bind(token_hash(FIXTURE_TOKEN).as_slice())
-    .bind(user)
-    .bind(org)
-    .execute(&db.pool)
-    .await
-    .unwrap();
+    assert!(provision::demo(&db.pool).await.unwrap(), "provisioned");
+    assert!(!provision::demo(&db.pool).await.unwrap(), "idempotent");
     let state = IngestState {
         pool: db.pool.clone(),
         rate_limit_per_minute: 100,
@@ -106,4 +95,27 @@ async fn the_events_are_refused_without_their_provisioned_token() {
         let (status, _) = answer(&state, req).await;
         assert_eq!(status, 401, "{name}");
     }
+}
+
+#[tokio::test]
+async fn ingest_demo_refuses_outside_a_local_run() {
+    let db = TestDb::new().await;
+    let vars = vec![("DATABASE_URL".to_owned(), db.url().expose().to_owned())];
+    let out = syncplane_tests::processes::run("syncplane", &["ingest", "demo"], &vars).await;
+    assert_ne!(out.status.and_then(|s| s.code()), Some(0), "{out:?}");
+    assert!(out.stderr.contains("SYNCPLANE_LOCAL"), "{}", out.stderr);
+    let tokens: i64 = sqlx::query_scalar("SELECT count(*) FROM device_tokens")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(tokens, 0);
+    let mut local = vars.clone();
+    local.push(("SYNCPLANE_LOCAL".to_owned(), "1".to_owned()));
+    let out = syncplane_tests::processes::run("syncplane", &["ingest", "demo"], &local).await;
+    assert_eq!(out.status.and_then(|s| s.code()), Some(0), "{out:?}");
+    let tokens: i64 = sqlx::query_scalar("SELECT count(*) FROM device_tokens")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert_eq!(tokens, 1);
 }
