@@ -407,6 +407,7 @@ async fn explain(pool: &PgPool, word: &str, tier: Tier) {
         .bind(None::<i64>)
         .bind(21_i64)
         .bind(shared::api::read::search::RANK_CANDIDATES)
+        .bind(vec![word])
         .fetch_all(pool)
         .await
         .expect("explain");

@@ -14,8 +14,9 @@
 //!   documents costs a read of all of them. A capped page says `truncated: true`.
 //! - Keyset pagination: the cursor carries the last (tier, rank, kind, id) and a fingerprint of
 //!   the query and filters; every value is a bound parameter.
-//! - Snippets: `ts_headline` with private-use markers, HTML-escaped here and the markers turned
-//!   into `<mark>`, so a document's text can never inject markup.
+//! - Snippets: `ts_headline` over a window around the first query word, with private-use
+//!   markers, HTML-escaped here and the markers turned into `<mark>`, so a document's text can
+//!   never inject markup.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -169,10 +170,41 @@ struct Row {
     tier: Option<Tier>,
 }
 
-/// Snippets are cut from the first 8,192 characters of a document's text: `ts_headline` parses
-/// all the text it is given (about 0.4 ms for 5 KB, 10 ms for the largest bodies), once per hit.
-/// A hit whose words come later gets the document's opening lines.
-pub const SNIPPET_SOURCE_CHARS: usize = 8_192;
+/// Snippets come from a window of the document's text around the first place a query word
+/// occurs: `ts_headline` parses all the text it is given (about 0.4 ms for 5 KB, 10 ms for the
+/// largest bodies), once per hit, so it is given [`SNIPPET_WINDOW_CHARS`] characters starting
+/// [`SNIPPET_LEAD_CHARS`] before that place. The place is found by a plain search of the text
+/// for the query's words and their stems (a stem is usually a prefix of the inflected word),
+/// each as written in lower case, capitalised and upper case (lowercasing the whole text cost
+/// more than the headline saved), within the first [`SNIPPET_SEARCH_CHARS`]; a hit whose words
+/// are not found there (a stem that is not a prefix, other casings, or words further on) gets
+/// the document's opening lines.
+pub const SNIPPET_SEARCH_CHARS: usize = 65_536;
+/// Characters handed to `ts_headline` per hit.
+pub const SNIPPET_WINDOW_CHARS: usize = 1_000;
+/// Context kept before the first query word found.
+pub const SNIPPET_LEAD_CHARS: usize = 150;
+/// Most words of a query used to place the snippet window.
+const MAX_ANCHOR_WORDS: usize = 16;
+
+/// The words of a query that can place a snippet window: its terms lowercased, without excluded
+/// (`-word`) terms, the `or` operator and punctuation. Postgres adds their stems and drops stop
+/// words ([`terms_sql`]).
+fn anchor_words(q: &str) -> Vec<String> {
+    let mut words: Vec<String> = Vec::new();
+    for token in q.split_whitespace() {
+        if token.starts_with('-') || token.eq_ignore_ascii_case("or") {
+            continue;
+        }
+        for part in token.split(|c: char| !c.is_alphanumeric()) {
+            let w = part.to_lowercase();
+            if !w.is_empty() && !words.contains(&w) && words.len() < MAX_ANCHOR_WORDS {
+                words.push(w);
+            }
+        }
+    }
+    words
+}
 
 /// Snippet delimiters: private-use characters, turned into `<mark>` after escaping.
 const START: char = '\u{E000}';
@@ -243,19 +275,26 @@ macro_rules! search_sql {
                     ORDER BY ts_rank(to_tsvector('", $config, "', h.e->>'text'),
                                      websearch_to_tsquery('", $config, "', $1)) DESC, h.n
                     LIMIT 1) AS heading,
-                   ts_headline('", $config, "', left(x.body, 8192), websearch_to_tsquery('", $config, "', $1),
+                   ts_headline('", $config, "',
+                       substr(x.body, greatest(a.at - 150, 1), 1000),
+                       websearch_to_tsquery('", $config, "', $1),
                        'StartSel=\"\u{E000}\", StopSel=\"\u{E001}\", MaxWords=30, MinWords=12, MaxFragments=2, FragmentDelimiter=\" … \"') AS headline,
                    (SELECT count(*) FILTER (WHERE kind = 0) >= $8
                         OR count(*) FILTER (WHERE kind = 1) >= $8 FROM cand) AS capped
             FROM page p
             JOIN repos o ON o.id = p.repo_id
             CROSS JOIN LATERAL (
-                SELECT d.path, d.title, d.blob_sha, d.headings, d.body
+                -- Cut here, so the body is read out of TOAST once for both uses below.
+                SELECT d.path, d.title, d.blob_sha, d.headings, left(d.body, 65536) AS body
                 FROM documents d WHERE p.kind = 0 AND d.id = p.id
                 UNION ALL
-                SELECT r.path, r.title, r.blob_sha, r.headings, r.body
+                SELECT r.path, r.title, r.blob_sha, r.headings, left(r.body, 65536)
                 FROM readmes r WHERE p.kind = 1 AND r.repo_id = p.id
             ) x
+            CROSS JOIN LATERAL (
+                SELECT coalesce(min(nullif(strpos(x.body, w), 0)), 1) AS at
+                FROM unnest($9::text[]) AS w
+            ) a
             ORDER BY p.rank DESC, p.kind, p.id"
         )
     };
@@ -312,7 +351,7 @@ const SIMPLE_BODY: &str = search_sql!(
 
 /// The search statement for `language` and `tier`, for a query that `excludes` a word or not
 /// ($1 query, $2 repository ids, $3 path pattern, $4..$6 the cursor's rank, kind and id, $7 the
-/// row limit, $8 the candidate cap).
+/// row limit, $8 the candidate cap, $9 the words that place the snippet window).
 pub fn search_sql(language: SearchLanguage, tier: Tier, excludes: bool) -> &'static str {
     match (language, tier, excludes) {
         (SearchLanguage::English, Tier::Head, false) => ENGLISH_HEAD,
@@ -324,19 +363,35 @@ pub fn search_sql(language: SearchLanguage, tier: Tier, excludes: bool) -> &'sta
     }
 }
 
-/// How many operands the query has once parsed (0: empty or only stop words), and whether it
-/// has a negation (`!` appears in a tsquery's text only as the NOT operator or inside a quoted
-/// lexeme; a lexeme with one only costs the extra check).
+/// How many operands the query has once parsed (0: empty or only stop words), whether it has a
+/// negation (`!` appears in a tsquery's text only as the NOT operator or inside a quoted lexeme;
+/// a lexeme with one only costs the extra check), and the snippet's anchor words ($2, from
+/// [`anchor_words`]) that are not stop words, with their stems.
 fn terms_sql(language: SearchLanguage) -> &'static str {
+    macro_rules! terms {
+        ($config:literal) => {
+            concat!(
+                "SELECT numnode(q), strpos(q::text, '!') > 0,
+                        ARRAY(SELECT DISTINCT c
+                              FROM (SELECT w FROM unnest($2::text[]) AS w
+                                     WHERE to_tsvector('",
+                $config,
+                "', w) <> ''::tsvector
+                                    UNION
+                                    SELECT unnest(tsvector_to_array(to_tsvector('",
+                $config,
+                "',
+                                        array_to_string($2::text[], ' '))))) AS a,
+                                   unnest(ARRAY[a.w, initcap(a.w), upper(a.w)]) AS c)
+                 FROM websearch_to_tsquery('",
+                $config,
+                "', $1) AS q"
+            )
+        };
+    }
     match language {
-        SearchLanguage::English => {
-            "SELECT numnode(q), strpos(q::text, '!') > 0
-             FROM websearch_to_tsquery('english', $1) AS q"
-        }
-        SearchLanguage::Simple => {
-            "SELECT numnode(q), strpos(q::text, '!') > 0
-             FROM websearch_to_tsquery('simple', $1) AS q"
-        }
+        SearchLanguage::English => terms!("english"),
+        SearchLanguage::Simple => terms!("simple"),
     }
 }
 
@@ -356,8 +411,9 @@ pub async fn search(
         .map(|c| cursor::decode("search", &fp, c))
         .transpose()?;
     // An empty or all-stop-word query would match nothing useful (or everything): refuse it.
-    let (terms, excludes): (i32, bool) = sqlx::query_as(terms_sql(language))
+    let (terms, excludes, anchors): (i32, bool, Vec<String>) = sqlx::query_as(terms_sql(language))
         .bind(&req.q)
+        .bind(anchor_words(&req.q))
         .fetch_one(pool)
         .await
         .map_err(db_failure("parse search query"))?;
@@ -392,6 +448,7 @@ pub async fn search(
             .bind(key.map(|k| k.id))
             .bind(req.limit + 1 - rows.len() as i64)
             .bind(tier.candidates())
+            .bind(&anchors)
             .fetch_all(&mut *tx)
             .await
             .map_err(db_failure("search"))?;
@@ -506,6 +563,31 @@ mod tests {
             snippet_html(&format!("{STOP}x{START}{START}y")),
             "x<mark>y</mark>"
         );
+    }
+
+    #[test]
+    fn anchor_words_drop_exclusions_operators_and_punctuation() {
+        assert_eq!(
+            anchor_words(r#""Install Guide" or -beta deploy, Café"#),
+            ["install", "guide", "deploy", "café"]
+        );
+        assert_eq!(anchor_words("x ".repeat(40).as_str()), ["x"]);
+        let many: String = (0..40).map(|i| format!("w{i} ")).collect();
+        assert_eq!(anchor_words(&many).len(), MAX_ANCHOR_WORDS);
+    }
+
+    #[test]
+    fn the_snippet_window_in_the_sql_is_the_named_one() {
+        for tier in [Tier::Head, Tier::Body] {
+            for language in [SearchLanguage::English, SearchLanguage::Simple] {
+                let sql = search_sql(language, tier, false);
+                assert!(sql.contains(&format!(
+                    "substr(x.body, greatest(a.at - {SNIPPET_LEAD_CHARS}, 1), {SNIPPET_WINDOW_CHARS})"
+                )));
+                assert!(sql.contains(&format!("left(d.body, {SNIPPET_SEARCH_CHARS})")));
+                assert!(sql.contains(&format!("left(r.body, {SNIPPET_SEARCH_CHARS})")));
+            }
+        }
     }
 
     #[test]

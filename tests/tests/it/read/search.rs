@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use shared::api::read::search::{RANK_CANDIDATES, Tier};
+use shared::api::read::search::{RANK_CANDIDATES, SNIPPET_WINDOW_CHARS, Tier};
 use shared::config::SearchLanguage;
 
 use super::{hit_paths, read, synced, with_language};
@@ -243,6 +243,34 @@ async fn snippets_cannot_inject_html() {
     );
 }
 
+/// A snippet is cut around the first place a query word occurs, however far into the document,
+/// in lower case or capitalised, and an inflected query finds its stem's other forms there
+/// ("deploying" marks "deployed").
+#[tokio::test]
+async fn a_snippet_shows_the_match_even_far_into_a_long_document() {
+    let filler = "Plain words about other matters fill this line of the page.\n".repeat(500);
+    let body =
+        format!("# Runbook\n\n{filler}\nAt the end the Narwhal was deployed to production.\n");
+    assert!(body.len() > 20 * SNIPPET_WINDOW_CHARS);
+    let (_w, st) = synced(&[("acme/handbook", &[("docs/long.md", body.as_str())])]).await;
+    for (q, marked) in [("narwhal", "Narwhal"), ("deploying", "deployed")] {
+        let r = read(&st, &format!("/api/search?q={q}")).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let snippet = r.data()["hits"][0]["snippet"].as_str().unwrap().to_owned();
+        assert!(
+            snippet.contains(&format!("<mark>{marked}</mark>")),
+            "{q}: {snippet}"
+        );
+    }
+    // A word absent from the text (here only in the title) gets the opening lines.
+    let r = read(&st, "/api/search?q=runbook").await;
+    let snippet = r.data()["hits"][0]["snippet"].as_str().unwrap().to_owned();
+    assert!(
+        snippet.contains("Runbook") || snippet.contains("Plain words"),
+        "{snippet}"
+    );
+}
+
 /// The search statements of both tiers can use the GIN indexes (the planner prefers a sequential
 /// scan on tiny tables, so it is told not to here; `bench-read` shows the plan on 100,000
 /// documents): the title-and-headings tier reads the small vector's index, the body tier the
@@ -278,6 +306,7 @@ async fn the_search_query_uses_the_gin_indexes() {
             .bind(None::<i64>)
             .bind(21_i64)
             .bind(RANK_CANDIDATES)
+            .bind(vec!["koala"])
             .fetch_all(&mut *conn)
             .await
             .unwrap();
