@@ -25,6 +25,28 @@ pub const MIN_INTERVAL_MINUTES: u32 = 5;
 pub const MAX_INTERVAL_MINUTES: u32 = 7 * 24 * 60;
 pub const DEFAULT_GITHUB_API_URL: &str = "https://api.github.com";
 pub const DEFAULT_INGEST_RATE_LIMIT_PER_MINUTE: u32 = 120;
+/// A whole number from 1 to `max` for the setting `name`.
+fn parse_count(name: &'static str, v: &str, max: u32) -> Result<u32, ConfigError> {
+    v.trim()
+        .parse::<u32>()
+        .ok()
+        .filter(|n| (1..=max).contains(n))
+        .ok_or_else(|| {
+            ConfigError::new(
+                name,
+                format!("must be a whole number from 1 to {max}, got '{v}'"),
+            )
+        })
+}
+
+/// Ingest batches one process works on at once, unless `INGEST_MAX_IN_FLIGHT` says otherwise:
+/// one per CPU. A batch keeps a core busy (parse here, upsert in Postgres), and measured on two
+/// cores (`bench-ingest-load`) a third or fourth at once only lengthened every batch.
+pub fn default_ingest_max_in_flight() -> u32 {
+    std::thread::available_parallelism()
+        .map_or(2, |n| u32::try_from(n.get()).unwrap_or(u32::MAX))
+        .clamp(1, 1_000)
+}
 /// How long the GitHub client may sleep for a rate limit before it fails with the retry time.
 pub const DEFAULT_RATE_LIMIT_WAIT_BUDGET_SECS: u64 = 60;
 /// The tenant name used when configuration comes from the environment alone.
@@ -119,6 +141,8 @@ pub struct Config {
     /// `SYNC_SCHEDULER`: on when deployed (running inside Lambda), off locally, unless set.
     pub scheduler_enabled: bool,
     pub ingest_rate_limit_per_minute: u32,
+    /// `INGEST_MAX_IN_FLIGHT`: batches one process works on at once (`ingest::admission`).
+    pub ingest_max_in_flight: u32,
     /// `SYNC_METRICS`, `SYNC_METRICS_NAMESPACE` (`crate::metrics`).
     pub metrics: crate::metrics::Settings,
 }
@@ -559,17 +583,11 @@ pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, Co
 
     let ingest_rate_limit_per_minute = match get("INGEST_RATE_LIMIT_PER_MINUTE") {
         None => DEFAULT_INGEST_RATE_LIMIT_PER_MINUTE,
-        Some(v) => v
-            .trim()
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (1..=1_000_000).contains(n))
-            .ok_or_else(|| {
-                ConfigError::new(
-                    "INGEST_RATE_LIMIT_PER_MINUTE",
-                    format!("must be a whole number from 1 to 1000000, got '{v}'"),
-                )
-            })?,
+        Some(v) => parse_count("INGEST_RATE_LIMIT_PER_MINUTE", &v, 1_000_000)?,
+    };
+    let ingest_max_in_flight = match get("INGEST_MAX_IN_FLIGHT") {
+        None => default_ingest_max_in_flight(),
+        Some(v) => parse_count("INGEST_MAX_IN_FLIGHT", &v, 1_000)?,
     };
 
     Ok(Config {
@@ -578,6 +596,7 @@ pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, Co
         sqs_endpoint: get("AWS_ENDPOINT_URL_SQS"),
         scheduler_enabled,
         ingest_rate_limit_per_minute,
+        ingest_max_in_flight,
         metrics: crate::metrics::Settings::from_lookup(&get)?,
     })
 }
@@ -990,6 +1009,7 @@ mod tests {
         assert_eq!(c.jobs, JobsBackend::Inline);
         assert!(!c.scheduler_enabled, "scheduler is off locally by default");
         assert_eq!(c.ingest_rate_limit_per_minute, 120);
+        assert_eq!(c.ingest_max_in_flight, default_ingest_max_in_flight());
         assert!(c.tenants[0].github.is_none());
     }
 
@@ -1229,6 +1249,12 @@ mod tests {
         assert_eq!(c.tenants[0].webhook_secrets.len(), 2);
         let err = cfg(&[DB, ("INGEST_RATE_LIMIT_PER_MINUTE", "-1")]).unwrap_err();
         assert_eq!(err.variable, "INGEST_RATE_LIMIT_PER_MINUTE");
+        for bad in ["0", "many", "1001"] {
+            let err = cfg(&[DB, ("INGEST_MAX_IN_FLIGHT", bad)]).unwrap_err();
+            assert_eq!(err.variable, "INGEST_MAX_IN_FLIGHT");
+        }
+        let c = cfg(&[DB, ("INGEST_MAX_IN_FLIGHT", "8")]).unwrap();
+        assert_eq!(c.ingest_max_in_flight, 8);
         let err = cfg(&[("DATABASE_URL", "mysql://x")]).unwrap_err();
         assert_eq!(err.variable, "DATABASE_URL");
     }

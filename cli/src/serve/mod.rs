@@ -65,6 +65,7 @@ impl Functions {
         let ingest = IngestState {
             pool,
             rate_limit_per_minute: config.ingest_rate_limit_per_minute,
+            admission: shared::ingest::Admission::limited(config.ingest_max_in_flight),
         };
         Ok(Self::new(app, ingest))
     }

@@ -24,6 +24,7 @@ async fn main() -> Result<(), Error> {
     let state = IngestState {
         pool,
         rate_limit_per_minute: config.ingest_rate_limit_per_minute,
+        admission: shared::ingest::Admission::limited(config.ingest_max_in_flight),
     };
     let state = &state;
     let schema = &SchemaGuard::default();

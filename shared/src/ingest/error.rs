@@ -25,6 +25,9 @@ pub enum IngestError {
     TargetNotOwned,
     #[error("rate limit exceeded")]
     RateLimited { retry_after_secs: u64 },
+    /// Every admission slot of this server stayed taken ([`super::admission`]).
+    #[error("server busy, retry later")]
+    ServerBusy { retry_after_secs: u64 },
     #[error("agent session sync is disabled for this organization")]
     FeatureDisabled,
     #[error("chunk out of sequence")]
@@ -48,7 +51,7 @@ impl IngestError {
             Self::UnsupportedEncoding => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::TargetNotOwned | Self::FeatureDisabled => StatusCode::FORBIDDEN,
-            Self::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            Self::RateLimited { .. } | Self::ServerBusy { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::ChunkOutOfSequence => StatusCode::CONFLICT,
             Self::IngestionFailed => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -64,6 +67,7 @@ impl IngestError {
             Self::UnsupportedEncoding => Some("unsupported_encoding"),
             Self::TargetNotOwned => Some("target_not_owned"),
             Self::RateLimited { .. } => Some("rate_limited"),
+            Self::ServerBusy { .. } => Some("server_busy"),
             Self::FeatureDisabled => Some("feature_disabled"),
             Self::ChunkOutOfSequence => Some("chunk_out_of_sequence"),
             Self::IngestionFailed => Some("ingestion_failed"),

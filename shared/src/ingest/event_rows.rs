@@ -7,12 +7,14 @@
 //! - a stored session's events are compared with the stored rows of the same seqs: missing seqs
 //!   are appended, differing rows updated, equal ones left alone, so a repeated batch writes
 //!   nothing;
-//! - chunk 0 of a new revision first deletes the stored events it does not carry.
+//! - chunk 0 of a new revision also deletes, by key, the stored events it does not carry;
+//! - the session's `event_count` is then known without counting rows: a replaced session holds
+//!   exactly the batch's events, any other its stored count plus the seqs appended.
 //!
 //! Every session's row is locked by the session upsert before any of this runs, and the batch
 //! holds the session's advisory lock, so nothing else writes these sessions' events meanwhile.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 
 use chrono::{DateTime, TimeZone, Utc};
 use sqlx::{Postgres, Transaction};
@@ -65,60 +67,47 @@ pub async fn append(
     Ok(())
 }
 
-/// Chunk 0 of a new revision on a stored session: delete the stored events it does not carry
-/// (the ones it carries are left to [`upsert_stored`], so matching rows are not rewritten).
-/// Returns the sessions that lost events.
-pub async fn delete_replaced(
-    tx: &mut Transaction<'_, Postgres>,
-    sessions: &[SessionEvents<'_>],
-) -> Result<Vec<i64>, IngestError> {
-    if sessions.is_empty() {
-        return Ok(Vec::new());
-    }
-    let replaced: Vec<i64> = sessions.iter().map(|s| s.session_pk).collect();
-    let (mut keep_pk, mut keep_seq) = (Vec::new(), Vec::new());
-    for s in sessions {
-        for e in &s.events {
-            keep_pk.push(s.session_pk);
-            keep_seq.push(seq(e));
-        }
-    }
-    let lost: Vec<(i64,)> = sqlx::query_as(
-        "WITH gone AS (
-             DELETE FROM agent_session_events e
-              WHERE e.session_pk = ANY($1)
-                AND NOT EXISTS (SELECT 1 FROM unnest($2::int8[], $3::int8[]) AS k(pk, seq)
-                                 WHERE k.pk = e.session_pk AND k.seq = e.seq)
-             RETURNING e.session_pk)
-         SELECT DISTINCT session_pk FROM gone",
-    )
-    .bind(&replaced)
-    .bind(&keep_pk)
-    .bind(&keep_seq)
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(db_failure("replace events"))?;
-    Ok(lost.into_iter().map(|(pk,)| pk).collect())
+/// A stored session's events from this batch.
+pub struct StoredSession<'a> {
+    pub session_pk: i64,
+    /// The events of this batch, by seq.
+    pub events: Vec<&'a Event>,
+    /// Chunk 0 of a new revision carried events: stored events it does not carry go.
+    pub replace: bool,
+    /// The session's `event_count` as stored before this batch.
+    pub stored_count: i32,
 }
 
-/// Upsert stored sessions' events by seq, writing only what differs: the stored rows in each
-/// session's seq range are read (one index range scan per session, so the cost follows the
-/// batch, not the table) and compared here; missing seqs are appended by COPY and differing rows
-/// updated. Returns the sessions that gained rows.
-pub async fn upsert_stored(
+/// Write stored sessions' events, touching only what differs: the stored rows are read (one
+/// index range scan per session, so the cost follows the batch, not the table) and compared
+/// here; differing rows are updated and, for a replacing session, the stored seqs it does not
+/// carry deleted by key. The missing seqs are returned for the caller to append with the new
+/// sessions' events, in one COPY. Every statement finds rows by primary key,
+/// so no plan depends on the table's statistics (a growing table's stale statistics once made
+/// the planner scan all events for a delete by session). Returns the events to append and each
+/// session's event count where it changed.
+pub async fn write_stored<'a>(
     tx: &mut Transaction<'_, Postgres>,
-    sessions: &[SessionEvents<'_>],
-) -> Result<Vec<i64>, IngestError> {
-    let sessions: Vec<&SessionEvents<'_>> =
-        sessions.iter().filter(|s| !s.events.is_empty()).collect();
+    sessions: &[StoredSession<'a>],
+) -> Result<(Vec<SessionEvents<'a>>, Vec<(i64, i32)>), IngestError> {
+    let sessions: Vec<&StoredSession<'_>> = sessions
+        .iter()
+        .filter(|s| s.replace || !s.events.is_empty())
+        .collect();
     if sessions.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let (mut pks, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
     for s in &sessions {
         pks.push(s.session_pk);
-        lo.push(s.events.iter().map(|e| seq(e)).min().unwrap_or(0));
-        hi.push(s.events.iter().map(|e| seq(e)).max().unwrap_or(0));
+        if s.replace {
+            // Every stored event: those outside the new revision go.
+            lo.push(0);
+            hi.push(i64::MAX);
+        } else {
+            lo.push(s.events.iter().map(|e| seq(e)).min().unwrap_or(0));
+            hi.push(s.events.iter().map(|e| seq(e)).max().unwrap_or(0));
+        }
     }
     let rows: Vec<StoredRow> = sqlx::query_as(
         "SELECT e.session_pk, e.seq, e.ts, e.kind, e.tool_name, e.duration_ms, e.input_tokens,
@@ -135,19 +124,43 @@ pub async fn upsert_stored(
     .fetch_all(&mut **tx)
     .await
     .map_err(db_failure("read stored events"))?;
-    let stored: HashMap<(i64, i64), StoredRow> =
-        rows.into_iter().map(|r| ((r.0, r.1), r)).collect();
+    let mut stored: HashMap<i64, HashMap<i64, StoredRow>> = HashMap::new();
+    for r in rows {
+        stored.entry(r.0).or_default().insert(r.1, r);
+    }
 
     let mut missing = Vec::new();
     let mut differing = Vec::new();
+    let (mut gone_pk, mut gone_seq) = (Vec::new(), Vec::new());
+    let mut counts = Vec::new();
+    let none = HashMap::new();
     for s in &sessions {
+        let rows = stored.get(&s.session_pk).unwrap_or(&none);
         let (mut add, mut change) = (Vec::new(), Vec::new());
         for e in &s.events {
-            match stored.get(&(s.session_pk, seq(e))) {
+            match rows.get(&seq(e)) {
                 None => add.push(*e),
                 Some(row) if !same(row, e) => change.push(*e),
                 Some(_) => {}
             }
+        }
+        let count = if s.replace {
+            let carried: std::collections::HashSet<i64> = s.events.iter().map(|e| seq(e)).collect();
+            for &k in rows.keys() {
+                if !carried.contains(&k) {
+                    gone_pk.push(s.session_pk);
+                    gone_seq.push(k);
+                }
+            }
+            // After the replace the session holds exactly this batch's events.
+            s.events.len()
+        } else {
+            usize::try_from(s.stored_count).unwrap_or(0) + add.len()
+        };
+        // Bounded by the stored rows plus the decoded cap, far below i32::MAX.
+        let count = count as i32;
+        if count != s.stored_count {
+            counts.push((s.session_pk, count));
         }
         if !add.is_empty() {
             missing.push(SessionEvents {
@@ -162,9 +175,31 @@ pub async fn upsert_stored(
             });
         }
     }
-    append(tx, &missing).await?;
+    delete(tx, &gone_pk, &gone_seq).await?;
     update(tx, &differing).await?;
-    Ok(missing.iter().map(|s| s.session_pk).collect())
+    Ok((missing, counts))
+}
+
+/// Delete event rows by key.
+async fn delete(
+    tx: &mut Transaction<'_, Postgres>,
+    pks: &[i64],
+    seqs: &[i64],
+) -> Result<(), IngestError> {
+    if pks.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "DELETE FROM agent_session_events e
+          USING unnest($1::int8[], $2::int8[]) AS k(pk, seq)
+          WHERE e.session_pk = k.pk AND e.seq = k.seq",
+    )
+    .bind(pks)
+    .bind(seqs)
+    .execute(&mut **tx)
+    .await
+    .map_err(db_failure("replace events"))?;
+    Ok(())
 }
 
 /// A stored row equals the event as Postgres would store it (times in whole microseconds).
@@ -235,22 +270,22 @@ async fn update(
     Ok(())
 }
 
-/// Recount the promoted `event_count` of stored sessions whose rows were added or deleted.
-pub async fn recount(
+/// Write the promoted `event_count` of stored sessions whose count changed (by primary key).
+pub async fn write_counts(
     tx: &mut Transaction<'_, Postgres>,
-    sessions: BTreeSet<i64>,
+    counts: &[(i64, i32)],
 ) -> Result<(), IngestError> {
-    if sessions.is_empty() {
+    if counts.is_empty() {
         return Ok(());
     }
-    let ids: Vec<i64> = sessions.into_iter().collect();
+    let (ids, ns): (Vec<i64>, Vec<i32>) = counts.iter().copied().unzip();
     sqlx::query(
         "UPDATE agent_sessions s SET event_count = c.n
-           FROM (SELECT p, (SELECT count(*) FROM agent_session_events e WHERE e.session_pk = p)::int AS n
-                   FROM unnest($1::int8[]) AS p) AS c
-          WHERE s.id = c.p AND s.event_count IS DISTINCT FROM c.n",
+           FROM unnest($1::int8[], $2::int4[]) AS c(id, n)
+          WHERE s.id = c.id AND s.event_count <> c.n",
     )
     .bind(&ids)
+    .bind(&ns)
     .execute(&mut **tx)
     .await
     .map_err(db_failure("count events"))?;

@@ -26,6 +26,8 @@ pub struct IngestState {
     pub pool: PgPool,
     /// Batches per minute per compute target (`INGEST_RATE_LIMIT_PER_MINUTE`).
     pub rate_limit_per_minute: u32,
+    /// Batches this process works on at once (`INGEST_MAX_IN_FLIGHT`).
+    pub admission: super::Admission,
 }
 
 /// What a batch was found to be, as far as its handling got (its metrics).
@@ -75,7 +77,8 @@ pub fn error_response(e: &IngestError) -> Response<Body> {
     let body = envelope::failure(&e.to_string(), e.code());
     let retry;
     let headers: &[(&str, &str)] = match e {
-        IngestError::RateLimited { retry_after_secs } => {
+        IngestError::RateLimited { retry_after_secs }
+        | IngestError::ServerBusy { retry_after_secs } => {
             retry = retry_after_secs.to_string();
             &[("retry-after", retry.as_str())]
         }
@@ -173,6 +176,8 @@ async fn sync(
     facts: &mut BatchFacts,
 ) -> Result<(), IngestError> {
     facts.wire_bytes = body_bytes(req.body()).len();
+    // Held until the batch is answered; a refusal here has done no work.
+    let _slot = state.admission.enter().await?;
     // 1. Authenticate.
     let device: Device = auth::authenticate(&state.pool, req.headers()).await?;
     // 2. Bound and decode, then check the JSON (duplicate keys refused).

@@ -2,10 +2,11 @@
 //! (`contracts/agent-session-sync-v2.md`): the ingest endpoint and the provisioning of who may
 //! use it.
 //!
-//! A POST runs the contract's steps in order, cheapest and most abusable first:
-//! [`auth`] → [`decode`] (+ [`strict_json`]) → ownership → [`rate_limit`] → [`batch`] (schema
+//! A POST runs the contract's steps in order, cheapest and most abusable first, once
+//! [`admission`] gives it a slot: [`auth`] → [`decode`] (+ [`strict_json`]) → ownership → [`rate_limit`] → [`batch`] (schema
 //! parse) → org sync policy → feature gate → [`sanitize`] + [`upsert`]. [`handler`] wires them.
 
+pub mod admission;
 pub mod auth;
 pub mod batch;
 pub mod decode;
@@ -21,6 +22,7 @@ pub mod upsert;
 #[cfg(test)]
 mod properties;
 
+pub use admission::Admission;
 pub use error::IngestError;
 pub use handler::{IngestState, handle};
 

@@ -12,7 +12,7 @@
 //!
 //! Any database failure rolls everything back (500 `ingestion_failed`): nothing partial remains.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
@@ -20,7 +20,7 @@ use sqlx::{PgPool, Postgres, Transaction};
 
 use super::batch::{Event, Session};
 use super::error::{IngestError, db_failure};
-use super::event_rows::{self, SessionEvents};
+use super::event_rows::{self, SessionEvents, StoredSession};
 use super::sanitize::{merge, sanitize};
 
 /// Advisory-lock class of ingest session keys (the two-key lock space is apart from the
@@ -35,6 +35,8 @@ struct Stored {
     pending: Option<String>,
     payload: Map<String, Value>,
     frustration: Option<Value>,
+    /// Event rows stored before this batch.
+    event_count: i32,
 }
 
 /// What the batch does to one session.
@@ -80,6 +82,7 @@ pub async fn upsert(
             pending: None,
             payload: Map::new(),
             frustration: None,
+            event_count: 0,
         });
         let plan = plan_session(session_id, state, chunks, frustration_opt_in)?;
         if plan.applied {
@@ -98,37 +101,35 @@ pub async fn upsert(
     Ok(())
 }
 
-/// The event rows of every applied session, after the session rows (which give the keys).
+/// The event rows of every applied session, after the session rows (which give the keys), then
+/// the event counts that changed.
 async fn write_events<'a>(
     tx: &mut Transaction<'_, Postgres>,
     plans: &[Plan<'a>],
 ) -> Result<(), IngestError> {
-    fn rows<'a>(p: &Plan<'a>) -> Option<SessionEvents<'a>> {
+    let stored: Vec<_> = plans
+        .iter()
+        .filter(|p| !p.is_new)
+        .filter_map(|p| {
+            p.state.id.map(|session_pk| StoredSession {
+                session_pk,
+                events: p.events.values().copied().collect(),
+                replace: p.replace_events,
+                stored_count: p.state.event_count,
+            })
+        })
+        .collect();
+    let (mut append, counts) = event_rows::write_stored(tx, &stored).await?;
+    // A new session's events all go in (its count was written with its row), in the same COPY
+    // as the seqs stored sessions lacked.
+    append.extend(plans.iter().filter(|p| p.is_new).filter_map(|p| {
         p.state.id.map(|session_pk| SessionEvents {
             session_pk,
             events: p.events.values().copied().collect(),
         })
-    }
-    // A new session's count was written with its row; a stored one's is recounted only when
-    // rows were added or deleted.
-    let new: Vec<_> = plans.iter().filter(|p| p.is_new).filter_map(rows).collect();
-    event_rows::append(tx, &new).await?;
-    let replaced: Vec<_> = plans
-        .iter()
-        .filter(|p| !p.is_new && p.replace_events)
-        .filter_map(rows)
-        .collect();
-    let mut changed: BTreeSet<i64> = event_rows::delete_replaced(tx, &replaced)
-        .await?
-        .into_iter()
-        .collect();
-    let stored: Vec<_> = plans
-        .iter()
-        .filter(|p| !p.is_new && !p.events.is_empty())
-        .filter_map(rows)
-        .collect();
-    changed.extend(event_rows::upsert_stored(tx, &stored).await?);
-    event_rows::recount(tx, changed).await
+    }));
+    event_rows::append(tx, &append).await?;
+    event_rows::write_counts(tx, &counts).await
 }
 
 /// The contract's chunk rules, applied to one session's chunks of this batch in index order.
@@ -231,9 +232,11 @@ async fn load(
         Option<String>,
         Value,
         Option<Value>,
+        i32,
     );
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT id, session_id, updated_at, committed_revision, pending_revision, payload, frustration
+        "SELECT id, session_id, updated_at, committed_revision, pending_revision, payload,
+                frustration, event_count
            FROM agent_sessions WHERE compute_target_id = $1 AND session_id = ANY($2)",
     )
     .bind(target)
@@ -244,7 +247,7 @@ async fn load(
     Ok(rows
         .into_iter()
         .map(
-            |(id, sid, updated_at, committed, pending, payload, frustration)| {
+            |(id, sid, updated_at, committed, pending, payload, frustration, event_count)| {
                 let payload = match payload {
                     Value::Object(m) => m,
                     _ => Map::new(),
@@ -258,6 +261,7 @@ async fn load(
                         pending,
                         payload,
                         frustration,
+                        event_count,
                     },
                 )
             },

@@ -232,6 +232,7 @@ async fn start_server() -> (TestDb, IngestServer, String) {
     let server = IngestServer::start(IngestState {
         pool: db.pool.clone(),
         rate_limit_per_minute: 1_000_000,
+        admission: shared::ingest::Admission::unlimited(),
     })
     .await;
     (db, server, token)

@@ -176,6 +176,7 @@ async fn main() {
     let state = IngestState {
         pool: db.pool.clone(),
         rate_limit_per_minute: 1_000_000,
+        admission: shared::ingest::Admission::unlimited(),
     };
 
     // 1. Handler time: every run is a fresh batch (new sessions: the full insert path).

@@ -68,6 +68,9 @@ fn ingest_errors() -> Vec<IngestError> {
         E::RateLimited {
             retry_after_secs: 1,
         },
+        E::ServerBusy {
+            retry_after_secs: 1,
+        },
         E::FeatureDisabled,
         E::ChunkOutOfSequence,
         E::IngestionFailed,
@@ -82,6 +85,7 @@ fn ingest_errors() -> Vec<IngestError> {
             | E::BadRequest(_)
             | E::TargetNotOwned
             | E::RateLimited { .. }
+            | E::ServerBusy { .. }
             | E::FeatureDisabled
             | E::ChunkOutOfSequence
             | E::IngestionFailed => {}

@@ -55,6 +55,7 @@ pub async fn env_with(rate_limit_per_minute: u32) -> Env {
     let server = IngestServer::start(IngestState {
         pool: db.pool.clone(),
         rate_limit_per_minute,
+        admission: shared::ingest::Admission::unlimited(),
     })
     .await;
     Env {

@@ -32,6 +32,7 @@ async fn provisioned() -> (TestDb, IngestState) {
     let state = IngestState {
         pool: db.pool.clone(),
         rate_limit_per_minute: 100,
+        admission: shared::ingest::Admission::unlimited(),
     };
     (db, state)
 }
@@ -89,6 +90,7 @@ async fn the_events_are_refused_without_their_provisioned_token() {
     let state = IngestState {
         pool: db.pool.clone(),
         rate_limit_per_minute: 100,
+        admission: shared::ingest::Admission::unlimited(),
     };
     for name in ["ingest-hello.json", "ingest-sync.json"] {
         let (_, req) = event(name);

@@ -32,6 +32,7 @@ fn ingest_state(env: &Env) -> IngestState {
     IngestState {
         pool: env.db.pool.clone(),
         rate_limit_per_minute: 1000,
+        admission: shared::ingest::Admission::unlimited(),
     }
 }
 

@@ -231,6 +231,7 @@ async fn the_rate_limit_state_is_shared_by_every_instance() {
     let other_instance = shared::ingest::IngestState {
         pool: sqlx::PgPool::connect(env.db.url().expose()).await.unwrap(),
         rate_limit_per_minute: 2,
+        admission: shared::ingest::Admission::unlimited(),
     };
     assert_eq!(env.post(&one()).await.status, 200);
     let auth = env.bearer();
@@ -308,4 +309,40 @@ async fn api_gateway_named_stage_prefix_still_routes() {
         ctx.stage = Some("prod".into());
     }
     assert_eq!(send(&env, req).await.status, 200);
+}
+
+/// A server at its limit of batches in flight (`INGEST_MAX_IN_FLIGHT`) answers the next batch
+/// `429 server_busy` with `Retry-After: 1` after a short wait: nothing read, counted or written.
+/// Once a slot frees up the same batch goes in.
+#[tokio::test]
+async fn a_batch_past_the_in_flight_limit_is_429_server_busy_and_nothing_is_counted() {
+    let mut env = env_with(org("acme", Some(true), true), 100).await;
+    let admission = shared::ingest::Admission::limited(1);
+    env.state.admission = admission.clone();
+    let held = admission.enter().await.expect("the only slot");
+    let r = env.post(&one()).await;
+    assert_eq!((r.status, r.code()), (429, Some("server_busy")));
+    assert_eq!(r.headers["retry-after"].to_str().unwrap(), "1");
+    assert_eq!(
+        env.counted(TARGET).await,
+        0,
+        "not counted by the rate limit"
+    );
+    assert_eq!(env.written().await.0, 0, "nothing written");
+    // Hello is not a batch: it never waits for a slot.
+    let hello = send(
+        &env,
+        apigw(
+            "GET",
+            "/api/agent-sessions/hello",
+            &[("authorization", &env.bearer())],
+            b"",
+        ),
+    )
+    .await;
+    assert_eq!(hello.status, 200);
+    drop(held);
+    let r = env.post(&one()).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(env.written().await.0, 1);
 }

@@ -431,3 +431,61 @@ async fn a_replay_rewrites_only_changed_events_and_adds_new_ones() {
     assert_eq!(env.event_seqs("s1").await, (0..6).collect::<Vec<i64>>());
     assert_eq!(env.session_row("s1").await["event_count"], 6);
 }
+
+/// The promoted `event_count` is worked out from what the batch did (a replacing revision holds
+/// exactly its events; any other batch adds the seqs it appended), never by counting rows: after
+/// every kind of write it still equals the stored rows, and a grown revision leaves its earlier
+/// rows untouched.
+#[tokio::test]
+async fn the_event_count_follows_every_kind_of_write() {
+    let env = env().await;
+    // (revision, events: None omits them, what the step is, the count it leaves)
+    let steps: [(&str, Option<Value>, &str, i32); 6] = [
+        ("r1", Some(events(0..10)), "new", 10),
+        ("r2", Some(events(0..15)), "grown revision", 15),
+        ("r3", Some(events(3..8)), "shrunk revision", 5),
+        (
+            "r3",
+            Some(events(6..12)),
+            "replay of the committed revision adds seqs",
+            9,
+        ),
+        ("r4", None, "events omitted", 9),
+        ("r5", Some(json!([])), "an empty list clears", 0),
+    ];
+    let mut versions = Vec::new();
+    for (i, (rev, evs, step, expected)) in steps.into_iter().enumerate() {
+        let mut s = session("s1", rev, if i == 0 { T1 } else { T2 });
+        match evs {
+            Some(e) => s["events"] = e,
+            None => {
+                s.as_object_mut().unwrap().remove("events");
+            }
+        }
+        assert_eq!(env.post(&batch(vec![s])).await.status, 200, "{step}");
+        let (count, rows): (i32, i64) = sqlx::query_as(
+            "SELECT s.event_count,
+                    (SELECT count(*) FROM agent_session_events e WHERE e.session_pk = s.id)
+               FROM agent_sessions s WHERE s.session_id = 's1'",
+        )
+        .fetch_one(&env.db.pool)
+        .await
+        .unwrap();
+        assert_eq!((count, i64::from(count)), (expected, rows), "{step}");
+        if i < 2 {
+            versions.push(first_event_version(&env).await);
+        }
+    }
+    assert_eq!(
+        versions[0], versions[1],
+        "a grown revision does not rewrite its earlier events"
+    );
+}
+
+/// The row version (xmin) of the stored event seq 0.
+async fn first_event_version(env: &Env) -> String {
+    sqlx::query_scalar("SELECT xmin::text FROM agent_session_events WHERE seq = 0")
+        .fetch_one(&env.db.pool)
+        .await
+        .unwrap()
+}

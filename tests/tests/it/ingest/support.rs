@@ -51,6 +51,7 @@ pub async fn env_with(org: NewOrg<'_>, rate_limit_per_minute: u32) -> Env {
     let state = IngestState {
         pool: db.pool.clone(),
         rate_limit_per_minute,
+        admission: shared::ingest::Admission::unlimited(),
     };
     Env {
         db,
