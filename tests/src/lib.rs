@@ -12,6 +12,7 @@ pub mod pg_proxy;
 pub mod processes;
 pub mod provisioned;
 pub mod rows;
+pub mod search_plan;
 pub mod sqs;
 
 use std::sync::Once;

@@ -21,3 +21,28 @@ pub async fn acme_and_ada(pool: &PgPool) -> (i64, i64) {
         .expect("create user");
     (org, user)
 }
+
+/// A device ready to post batches: org `acme` and user `ada` (as [`acme_and_ada`]), the user's
+/// compute target `target` and a device token.
+pub struct Device {
+    pub org: i64,
+    pub user: i64,
+    pub token: String,
+    pub token_id: i64,
+}
+
+pub async fn device_on_target(pool: &PgPool, target: &str) -> Device {
+    let (org, user) = acme_and_ada(pool).await;
+    provision::create_compute_target(pool, user, target)
+        .await
+        .expect("create compute target");
+    let issued = provision::issue_device_token(pool, user, Some("laptop"))
+        .await
+        .expect("issue device token");
+    Device {
+        org,
+        user,
+        token: issued.token,
+        token_id: issued.id,
+    }
+}

@@ -29,8 +29,10 @@ pub struct Admission {
     slots: Option<Arc<Semaphore>>,
 }
 
-/// A slot, held until the batch is answered.
-pub struct Slot(#[allow(dead_code)] Option<OwnedSemaphorePermit>);
+/// A slot, held until the batch is answered (dropping it frees the slot).
+pub struct Slot {
+    _permit: Option<OwnedSemaphorePermit>,
+}
 
 impl Admission {
     /// No limit: every batch goes on at once.
@@ -48,10 +50,12 @@ impl Admission {
     /// A slot, waiting at most [`ADMISSION_WAIT`]; `ServerBusy` when none frees up.
     pub async fn enter(&self) -> Result<Slot, IngestError> {
         let Some(slots) = &self.slots else {
-            return Ok(Slot(None));
+            return Ok(Slot { _permit: None });
         };
         match tokio::time::timeout(ADMISSION_WAIT, slots.clone().acquire_owned()).await {
-            Ok(Ok(permit)) => Ok(Slot(Some(permit))),
+            Ok(Ok(permit)) => Ok(Slot {
+                _permit: Some(permit),
+            }),
             // Timed out, or the semaphore was closed (never done): refuse, nothing started.
             _ => Err(IngestError::ServerBusy {
                 retry_after_secs: BUSY_RETRY_AFTER_SECS,

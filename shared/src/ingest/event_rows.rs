@@ -14,7 +14,7 @@
 //! Every session's row is locked by the session upsert before any of this runs, and the batch
 //! holds the session's advisory lock, so nothing else writes these sessions' events meanwhile.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, TimeZone, Utc};
 use sqlx::{Postgres, Transaction};
@@ -145,7 +145,7 @@ pub async fn write_stored<'a>(
             }
         }
         let count = if s.replace {
-            let carried: std::collections::HashSet<i64> = s.events.iter().map(|e| seq(e)).collect();
+            let carried: HashSet<i64> = s.events.iter().map(|e| seq(e)).collect();
             for &k in rows.keys() {
                 if !carried.contains(&k) {
                     gone_pk.push(s.session_pk);

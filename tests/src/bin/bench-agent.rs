@@ -21,7 +21,6 @@ use std::time::{Duration, Instant};
 use chrono::{DateTime, Utc};
 use serde_json::{Value, json};
 use shared::ingest::IngestState;
-use shared::ingest::provision::{self, NewOrg};
 use syncplane_agent::session::{ArtifactRef, SessionMeta};
 use syncplane_agent::store::StoreError;
 use syncplane_agent::{
@@ -208,26 +207,8 @@ fn run_child(url: &str, token: &str, n: usize, raised: bool, state: &str) -> Val
 
 async fn start_server() -> (TestDb, IngestServer, String) {
     let db = TestDb::new().await;
-    let org = provision::create_org(
-        &db.pool,
-        &NewOrg {
-            name: "bench",
-            sync_policy: Some(true),
-            feature_gate: true,
-            frustration_opt_in: false,
-        },
-    )
-    .await
-    .expect("org");
-    let user = provision::create_user(&db.pool, org, "bench")
+    let token = syncplane_tests::provisioned::device_on_target(&db.pool, TARGET)
         .await
-        .expect("user");
-    provision::create_compute_target(&db.pool, user, TARGET)
-        .await
-        .expect("target");
-    let token = provision::issue_device_token(&db.pool, user, None)
-        .await
-        .expect("token")
         .token;
     let server = IngestServer::start(IngestState {
         pool: db.pool.clone(),

@@ -13,7 +13,6 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use serde_json::{Value, json};
 use shared::ingest::decode::inflate_bounded;
-use shared::ingest::provision::{self, NewOrg};
 use shared::ingest::{IngestState, MAX_DECODED_BYTES, MAX_WIRE_BYTES, batch, handle, strict_json};
 use syncplane_tests::db::TestDb;
 
@@ -152,27 +151,8 @@ async fn main() {
     );
 
     let db = TestDb::new().await;
-    let org = provision::create_org(
-        &db.pool,
-        &NewOrg {
-            name: "bench",
-            sync_policy: Some(true),
-            feature_gate: true,
-            frustration_opt_in: false,
-        },
-    )
-    .await
-    .unwrap();
-    let user = provision::create_user(&db.pool, org, "bench")
-        .await
-        .unwrap();
-    provision::create_compute_target(&db.pool, user, TARGET)
-        .await
-        .unwrap();
-    let token = provision::issue_device_token(&db.pool, user, None)
-        .await
-        .unwrap()
-        .token;
+    let device = syncplane_tests::provisioned::device_on_target(&db.pool, TARGET).await;
+    let (org, token) = (device.org, device.token);
     let state = IngestState {
         pool: db.pool.clone(),
         rate_limit_per_minute: 1_000_000,

@@ -394,23 +394,16 @@ async fn main() {
 }
 
 async fn explain(pool: &PgPool, word: &str, tier: Tier) {
-    let sql = format!(
-        "EXPLAIN (ANALYZE, BUFFERS) {}",
-        shared::api::read::search::search_sql(Default::default(), tier, false)
-    );
-    let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(sql))
-        .bind(word)
-        .bind(None::<Vec<i64>>)
-        .bind(None::<String>)
-        .bind(None::<f32>)
-        .bind(None::<i32>)
-        .bind(None::<i64>)
-        .bind(21_i64)
-        .bind(shared::api::read::search::RANK_CANDIDATES)
-        .bind(vec![word])
-        .fetch_all(pool)
-        .await
-        .expect("explain");
+    let plan = syncplane_tests::search_plan::explain_search(
+        pool,
+        "(ANALYZE, BUFFERS)",
+        Default::default(),
+        tier,
+        false,
+        word,
+    )
+    .await
+    .expect("explain");
     println!("EXPLAIN ANALYZE of the search for {word:?}, {tier:?} tier:");
     for line in plan {
         println!("  {line}");

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use serde_json::json;
 use shared::ingest::IngestState;
-use shared::ingest::provision::{self, NewOrg};
 use syncplane_agent::{
     FakeClock, Lane, LocalSession, MemoryStore, Settings, State, TokenHandle, Transport,
 };
@@ -34,24 +33,7 @@ pub async fn env() -> Env {
 
 pub async fn env_with(rate_limit_per_minute: u32) -> Env {
     let db = TestDb::new().await;
-    let org = provision::create_org(
-        &db.pool,
-        &NewOrg {
-            name: "acme",
-            sync_policy: Some(true),
-            feature_gate: true,
-            frustration_opt_in: false,
-        },
-    )
-    .await
-    .unwrap();
-    let user = provision::create_user(&db.pool, org, "ada").await.unwrap();
-    provision::create_compute_target(&db.pool, user, TARGET)
-        .await
-        .unwrap();
-    let issued = provision::issue_device_token(&db.pool, user, Some("laptop"))
-        .await
-        .unwrap();
+    let device = syncplane_tests::provisioned::device_on_target(&db.pool, TARGET).await;
     let server = IngestServer::start(IngestState {
         pool: db.pool.clone(),
         rate_limit_per_minute,
@@ -60,10 +42,10 @@ pub async fn env_with(rate_limit_per_minute: u32) -> Env {
     .await;
     Env {
         db,
-        org,
-        user,
-        token: issued.token,
-        token_id: issued.id,
+        org: device.org,
+        user: device.user,
+        token: device.token,
+        token_id: device.token_id,
         server,
         dir: TempDir::new(),
     }

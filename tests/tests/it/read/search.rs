@@ -294,20 +294,9 @@ async fn the_search_query_uses_the_gin_indexes() {
                 .execute(&mut *conn)
                 .await
                 .unwrap();
-            let plan: Vec<String> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-                "EXPLAIN {}",
-                shared::api::read::search::search_sql(language, tier, excludes)
-            )))
-            .bind("koala")
-            .bind(None::<Vec<i64>>)
-            .bind(None::<String>)
-            .bind(None::<f32>)
-            .bind(None::<i32>)
-            .bind(None::<i64>)
-            .bind(21_i64)
-            .bind(RANK_CANDIDATES)
-            .bind(vec!["koala"])
-            .fetch_all(&mut *conn)
+            let plan = syncplane_tests::search_plan::explain_search(
+                &mut *conn, "", language, tier, excludes, "koala",
+            )
             .await
             .unwrap();
             let plan = plan.join("\n");
