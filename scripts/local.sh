@@ -137,40 +137,13 @@ fi
   fi
 } >"$local_env"
 
-base=http://127.0.0.1:9000/lambda-url
-if [ -n "$no_app" ]; then
-  token="$SYNC_API_TOKEN"
-  token_note=""
-else
-  # A real token is not printed: the curl lines read it from the shell.
-  # shellcheck disable=SC2016
-  token='$SYNC_API_TOKEN'
-  token_note="  (first: export SYNC_API_TOKEN=<the token from .env.local>)"
-fi
-
-echo
-echo "Functions at $base/<function>/<path>, for example:$token_note"
-echo "  curl -s -X POST -H \"authorization: Bearer $token\" -H 'content-type: application/json' -d '{}' $base/sync-api/api/sync"
-echo "  curl -s -H \"authorization: Bearer $token\" $base/sync-api/api/repos"
-if [ "$mode" = serve ]; then
-  echo "The deployed API's paths answer too: http://127.0.0.1:9000/api/..., /github/webhook (desktop clients: http://127.0.0.1:9000)"
-  echo "Sample events (API Gateway JSON): cargo lambda invoke needs 'cargo lambda watch' (bash scripts/local.sh without --serve)"
-else
-  echo "Sample events: cargo lambda invoke -A 127.0.0.1 <function> --data-file events/<file>.json"
-  echo "Desktop clients' gzip batches need --serve (cargo lambda watch refuses bodies that are not UTF-8)"
-fi
-if [ -n "${GITHUB_APP_PRIVATE_KEY_FILE:-}" ]; then
-  echo "App key (GITHUB_APP_PRIVATE_KEY_FILE): $GITHUB_APP_PRIVATE_KEY_FILE"
-fi
-echo "CLI in another shell: set -a; . $local_env; set +a; $syncplane status"
-if [ -n "$no_app" ]; then
-  echo "Offline demo (webhook, sync, status): bash scripts/demo.sh"
-fi
-echo
+serve_addr="${SYNCPLANE_SERVE_ADDR:-127.0.0.1:9000}"
+# shellcheck source=scripts/local-banner.sh
+. scripts/local-banner.sh
 
 # Foreground, not exec: the EXIT trap stops the fake GitHub when the server ends (Ctrl-C too).
 if [ "$mode" = serve ]; then
-  "$syncplane" serve --addr "${SYNCPLANE_SERVE_ADDR:-127.0.0.1:9000}"
+  "$syncplane" serve --addr "$serve_addr"
 else
   cargo lambda watch -A 127.0.0.1
 fi

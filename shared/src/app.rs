@@ -55,19 +55,87 @@ impl AppState {
     }
 }
 
-/// A deployed function cannot work after it has answered, so it must queue jobs (DESIGN.md
-/// "Jobs adapter"). `cargo lambda watch` also sets `AWS_LAMBDA_FUNCTION_NAME`, so this only logs:
-/// an error when `AWS_EXECUTION_ENV` (set by the Lambda service itself) is present, else a warning.
-pub fn check_deployed_backend(config: &Config, get: impl Fn(&str) -> Option<String>) {
+/// What [`check_deployed_backend`] finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendCheck {
+    /// Queued jobs, or inline outside any Lambda environment, or a declared local run.
+    Fine,
+    /// Inline under a Lambda emulator that is not a declared local run: worth a warning.
+    InlineUnderEmulator,
+    /// Inline in a function the Lambda service runs: an error.
+    InlineDeployed,
+}
+
+/// A deployed function cannot work after it has answered, so it must queue jobs (docs/design.md
+/// "Jobs"). `cargo lambda watch` also sets `AWS_LAMBDA_FUNCTION_NAME`; `AWS_EXECUTION_ENV` is set
+/// by the Lambda service only, and `SYNCPLANE_LOCAL` by `scripts/local.sh`, whose inline jobs are
+/// intended (no warning at every start of every function).
+pub fn deployed_backend(config: &Config, get: impl Fn(&str) -> Option<String>) -> BackendCheck {
     if config.jobs != JobsBackend::Inline || get("AWS_LAMBDA_FUNCTION_NAME").is_none() {
-        return;
+        BackendCheck::Fine
+    } else if get("AWS_EXECUTION_ENV").is_some() {
+        BackendCheck::InlineDeployed
+    } else if get("SYNCPLANE_LOCAL").is_some_and(|v| !v.is_empty() && v != "0") {
+        BackendCheck::Fine
+    } else {
+        BackendCheck::InlineUnderEmulator
     }
-    if get("AWS_EXECUTION_ENV").is_some() {
-        tracing::error!(
+}
+
+/// Logs what [`deployed_backend`] finds: an error when deployed, a warning under an emulator.
+pub fn check_deployed_backend(config: &Config, get: impl Fn(&str) -> Option<String>) {
+    match deployed_backend(config, get) {
+        BackendCheck::Fine => {}
+        BackendCheck::InlineDeployed => tracing::error!(
             "JOBS_BACKEND is not sqs in a deployed function: jobs run before the answer \
              (set JOBS_BACKEND=sqs and SQS_QUEUE_URL)"
+        ),
+        BackendCheck::InlineUnderEmulator => tracing::warn!(
+            "JOBS_BACKEND=inline: jobs run before the answer (fine for local runs; \
+             SYNCPLANE_LOCAL=1 says so and silences this)"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn check(pairs: &[(&str, &str)]) -> BackendCheck {
+        let mut map: BTreeMap<&str, &str> = pairs.iter().copied().collect();
+        map.insert("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/x");
+        let get = |k: &str| map.get(k).map(|v| (*v).to_owned());
+        let config = crate::config::from_lookup(get).expect("a valid configuration");
+        deployed_backend(&config, get)
+    }
+
+    #[test]
+    fn inline_jobs_are_an_error_deployed_a_warning_under_an_emulator_and_quiet_in_a_local_run() {
+        let lambda = ("AWS_LAMBDA_FUNCTION_NAME", "webhook");
+        assert_eq!(check(&[]), BackendCheck::Fine);
+        assert_eq!(check(&[lambda]), BackendCheck::InlineUnderEmulator);
+        assert_eq!(
+            check(&[lambda, ("SYNCPLANE_LOCAL", "1")]),
+            BackendCheck::Fine
         );
-    } else {
-        tracing::warn!("JOBS_BACKEND=inline: jobs run before the answer (fine for local runs)");
+        assert_eq!(
+            check(&[lambda, ("SYNCPLANE_LOCAL", "0")]),
+            BackendCheck::InlineUnderEmulator
+        );
+        // SYNCPLANE_LOCAL never hides inline jobs from a function the Lambda service runs.
+        let service = ("AWS_EXECUTION_ENV", "AWS_Lambda_rust");
+        assert_eq!(check(&[lambda, service]), BackendCheck::InlineDeployed);
+        assert_eq!(
+            check(&[lambda, service, ("SYNCPLANE_LOCAL", "1")]),
+            BackendCheck::InlineDeployed
+        );
+        let queued = [
+            lambda,
+            service,
+            ("JOBS_BACKEND", "sqs"),
+            ("SQS_QUEUE_URL", "https://sqs.eu-west-1.amazonaws.com/1/q"),
+        ];
+        assert_eq!(check(&queued), BackendCheck::Fine);
     }
 }

@@ -122,7 +122,7 @@ impl<'de> Deserialize<'de> for TenantId {
     }
 }
 
-/// How background jobs run (DESIGN.md "Jobs adapter").
+/// How background jobs run (docs/design.md "Jobs").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum JobsBackend {
     /// Run the job in the calling process before returning.

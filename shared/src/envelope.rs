@@ -1,4 +1,4 @@
-//! The one HTTP body shape every endpoint answers with (DESIGN.md "Public contract"):
+//! The one HTTP body shape every endpoint answers with (docs/design.md "Shape"):
 //! success `{"success": true, "data": ...}`, failure
 //! `{"success": false, "error": {"message": "...", "code": "..."}}`.
 

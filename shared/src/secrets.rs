@@ -1,4 +1,4 @@
-//! Secrets by reference (DESIGN.md "Public contract": `<NAME>_SECRET_ARN` / `<NAME>_PARAMETER`).
+//! Secrets by reference (docs/configuration.md: `<NAME>_SECRET_ARN` / `<NAME>_PARAMETER`).
 //!
 //! Deployed functions keep secrets out of plain environment variables: beside each secret variable
 //! `NAME` an operator sets `NAME_SECRET_ARN` (AWS Secrets Manager) or `NAME_PARAMETER` (an SSM

@@ -1,6 +1,7 @@
-//! Requests as API Gateway (HTTP API, payload v2) hands them to a function: a real event JSON
-//! with a base64 body, deserialized through lambda_http's own request type. And the answer read
-//! back: status, headers and the JSON envelope.
+//! Requests as API Gateway (HTTP API, payload v2) hands them to a function: a real event JSON,
+//! its body as text or base64 by the request's content type as a deployed HTTP API chooses,
+//! deserialized through lambda_http's own request type. And the answer read back: status,
+//! headers and the JSON envelope.
 
 use base64::Engine;
 use lambda_http::request::LambdaRequest;
@@ -8,7 +9,7 @@ use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 
 /// An API Gateway v2 request for `method` and `path_and_query`, with `headers` (names lowercased,
-/// as API Gateway delivers them) and an optional body sent base64-encoded.
+/// as API Gateway delivers them) and an optional body, delivered as [`event`] says.
 pub fn request(
     method: &str,
     path_and_query: &str,
@@ -18,7 +19,11 @@ pub fn request(
     from_event(event(method, path_and_query, headers, body))
 }
 
+pub use syncplane_cli::serve::gateway::delivered_as_text;
+
 /// The API Gateway v2 event JSON behind [`request`] (what the Lambda runtime hands a function).
+/// A body of a text type arrives as a JSON string (`isBase64Encoded: false`): bytes that are not
+/// UTF-8 are, at best, replaced, as a JSON string cannot hold them. Any other body arrives base64.
 pub fn event(
     method: &str,
     path_and_query: &str,
@@ -51,10 +56,19 @@ pub fn event(
             "time": "01/Jan/2026:00:00:00 +0000",
             "timeEpoch": 1767225600000u64
         },
-        "isBase64Encoded": true
+        "isBase64Encoded": false
     });
     if let Some(body) = body {
-        event["body"] = json!(base64::engine::general_purpose::STANDARD.encode(body));
+        let content_type = headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+            .map(|(_, v)| *v);
+        if delivered_as_text(content_type) {
+            event["body"] = json!(String::from_utf8_lossy(body));
+        } else {
+            event["body"] = json!(base64::engine::general_purpose::STANDARD.encode(body));
+            event["isBase64Encoded"] = json!(true);
+        }
     }
     event
 }

@@ -2,20 +2,27 @@
 //! tenant's database from inside the VPC, for the CloudFormation custom resource on every
 //! `sam deploy` or by hand (`{"action": "migrate"}`): `shared::schema::invoke::handle`.
 //! Configuration is read per invocation, inside the handler, so that even a configuration error
-//! is reported to CloudFormation instead of leaving the stack waiting.
+//! is reported to CloudFormation instead of leaving the stack waiting; and the migration (its wait
+//! for the schema lock included) is bounded by the invocation's deadline, less the time to answer.
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use serde_json::Value;
+use shared::schema::invoke;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
-    let http = &reqwest::Client::new();
+    // Each try at delivering the answer is bounded, so the answer's margin holds.
+    let http = &reqwest::Client::builder()
+        .timeout(invoke::DELIVERY_TIMEOUT)
+        .build()?;
     run(service_fn(move |event: LambdaEvent<Value>| async move {
-        let migrate = || async {
-            shared::schema::migrate_summary(shared::config::from_env_resolved().await).await
+        let answer_by = invoke::answer_by(event.context.deadline());
+        let migrate = |lock_until| async move {
+            shared::schema::migrate_summary(shared::config::from_env_resolved().await, lock_until)
+                .await
         };
-        Ok::<Value, Error>(shared::schema::invoke::handle(event.payload, http, migrate).await?)
+        Ok::<Value, Error>(invoke::handle(event.payload, http, answer_by, migrate).await?)
     }))
     .await
 }

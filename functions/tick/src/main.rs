@@ -1,10 +1,13 @@
 //! Thin Lambda entry point for the one-minute EventBridge schedule: logging, the queue client
-//! built once, then per invocation the configuration read again (the tenant list can change)
+//! built once, then per invocation the configuration read again (the tenant list can change),
+//! the schema check (`shared::schema::JobsSchema::hold_back`: a tenant whose database is behind
+//! this build gets no job, one log line, and fails the invocation once the others have ticked)
 //! and `shared::scheduler::tick::TickFunction::invoke`.
 
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use shared::scheduler::tick::{TickFunction, TickReport};
+use shared::schema::{JobsFunction, JobsSchema};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -12,10 +15,26 @@ async fn main() -> Result<(), Error> {
     let config = shared::start::config().await;
     shared::start::check_databases(&config).await;
     let tick = &TickFunction::new(&config).await;
+    let schema = &JobsSchema::new(JobsFunction::Tick);
     run(service_fn(
         move |_event: LambdaEvent<EventBridgeEvent>| async move {
-            let config = shared::config::from_env_resolved().await?;
-            Ok::<TickReport, Error>(tick.invoke(&config, chrono::Utc::now()).await?)
+            let mut config = shared::config::from_env_resolved().await?;
+            // With the scheduler off the tick touches no database: nothing to check.
+            let held_back = if config.scheduler_enabled {
+                schema.hold_back(&mut config).await
+            } else {
+                Ok(())
+            };
+            let report = if config.tenants.is_empty() {
+                None
+            } else {
+                Some(tick.invoke(&config, chrono::Utc::now()).await?)
+            };
+            held_back?;
+            Ok::<TickReport, Error>(report.unwrap_or(TickReport {
+                scheduler_enabled: config.scheduler_enabled,
+                tenants: Vec::new(),
+            }))
         },
     ))
     .await

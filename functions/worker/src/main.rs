@@ -1,5 +1,7 @@
 //! Thin Lambda entry point for the worker (SQS event source with `ReportBatchItemFailures`):
-//! logging, configuration, the tenants and the jobs adapter built once, then
+//! logging, configuration, the tenants and the jobs adapter built once, then per batch the schema
+//! check (`shared::schema::JobsSchema::worker_batch`: a tenant whose database is behind this build
+//! has its messages left on the queue, named for redelivery, with one log line) and
 //! `shared::jobs::worker::Worker::handle`.
 
 use std::sync::Arc;
@@ -8,6 +10,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use shared::jobs::Tenants;
 use shared::jobs::worker::Worker;
+use shared::schema::{JobsFunction, JobsSchema};
 use shared::start::OrExit;
 use shared::sync::workspace::RunOptions;
 
@@ -25,9 +28,14 @@ async fn main() -> Result<(), Error> {
         .or_exit("configuration error: DATABASE_URL"),
     );
     let jobs = shared::jobs::sqs::jobs_adapter(&config, tenants.clone()).await;
-    let worker = &Worker::new(tenants, jobs);
+    let worker = &Worker::new(tenants.clone(), jobs);
+    let schema = &JobsSchema::new(JobsFunction::Worker);
+    let tenants = &tenants;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        Ok::<SqsBatchResponse, Error>(worker.handle(event.payload).await)
+        let response = schema
+            .worker_batch(tenants, event.payload, |batch| worker.handle(batch))
+            .await;
+        Ok::<SqsBatchResponse, Error>(response)
     }))
     .await
 }

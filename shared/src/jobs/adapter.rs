@@ -1,4 +1,4 @@
-//! Jobs adapters (DESIGN.md "Jobs adapter"): `inline` runs the job in the calling process before
+//! Jobs adapters (docs/design.md "Jobs"): `inline` runs the job in the calling process before
 //! returning (local runs and tests); `sqs` sends it to the queue and the worker function runs it.
 //! A Lambda cannot work after it has answered, so deployed webhook and sync-api functions use `sqs`.
 

@@ -1,4 +1,4 @@
-//! A full sync that scales past one invocation (DESIGN.md "Scale past one invocation"): with the
+//! A full sync that scales past one invocation (docs/design.md "Jobs": full syncs past one invocation): with the
 //! SQS adapter, `sync.full` lists the installation, narrows it by configuration, reads the heads
 //! in GraphQL batches (`sync::head_batch`), applies the removal rule, and sends one `sync.repo`
 //! job per repository that changed (issue 10: an unchanged one gets none) plus a `sync.drain`;

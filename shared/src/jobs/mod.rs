@@ -1,4 +1,4 @@
-//! Jobs and tenants (spec "Jobs and tenants"; DESIGN.md "Jobs adapter").
+//! Jobs and tenants (spec "Jobs and tenants"; docs/design.md "Jobs").
 //!
 //! The scheduler and the webhook endpoint never call the sync engine directly: they submit a
 //! [`Job`], whose payload names its tenant; [`run`] reads that tenant's workspace when the job

@@ -1,13 +1,20 @@
 //! Apply the embedded migrations (`db::MIGRATOR`'s set), serialized across every concurrent caller
 //! (two deploys, a deploy and `syncplane migrate`) by a session advisory lock, and idempotent:
 //! a second run applies nothing.
+//!
+//! The lock is waited for until a deadline, never forever: a migration stuck holding it (a
+//! `syncplane migrate` left hanging) must not keep the migrate function waiting past its own
+//! timeout, which would leave CloudFormation without an answer and the stack waiting with it.
+//! Past the deadline the run fails with [`MigrationError::LockBusy`], naming the holder's session.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::Duration;
 
 use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::{PgConnection, PgPool};
+use tokio::time::Instant;
 
 use crate::config::{Config, ConfigError};
 use crate::db;
@@ -35,13 +42,55 @@ pub struct Migrated {
     pub version: i64,
 }
 
-/// Apply every pending migration on one connection of `pool` while holding the lock.
-pub async fn migrate_locked(pool: &PgPool) -> Result<Migrated, MigrateError> {
+/// How long `syncplane migrate` ([`migrate_locked`]) waits for a migration already running
+/// elsewhere (a deploy's) before giving up. The migrate function waits instead until shortly
+/// before its invocation's deadline (`invoke::answer_by`).
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(60);
+/// The first pause between two tries of the lock; it doubles up to [`LOCK_POLL_MAX`].
+const LOCK_POLL_MIN: Duration = Duration::from_millis(100);
+const LOCK_POLL_MAX: Duration = Duration::from_secs(1);
+
+/// Why a migration did not run, or did not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum MigrationError {
+    /// Another session held the schema lock until the deadline: nothing was applied.
+    #[error(
+        "another migration holds the schema lock ({}) and did not release it within {}s; nothing \
+         was applied: let it finish{}, then migrate again",
+        holder.map_or("its session is not visible to this role".to_owned(), |pid| format!("session pid {pid}")),
+        waited.as_secs(),
+        holder.map_or(String::new(), |pid| format!(" or end it (SELECT pg_terminate_backend({pid}))")),
+    )]
+    LockBusy {
+        /// How long this run waited.
+        waited: Duration,
+        /// The backend pid of the session holding the lock, when the database says.
+        holder: Option<i32>,
+    },
+    /// The migrations themselves failed (or the database did).
+    #[error(transparent)]
+    Migrate(#[from] MigrateError),
+}
+
+impl From<sqlx::Error> for MigrationError {
+    fn from(e: sqlx::Error) -> Self {
+        Self::Migrate(MigrateError::from(e))
+    }
+}
+
+/// Apply every pending migration on one connection of `pool` while holding the lock, waiting for
+/// the lock at most [`DEFAULT_LOCK_WAIT`].
+pub async fn migrate_locked(pool: &PgPool) -> Result<Migrated, MigrationError> {
+    migrate_locked_until(pool, Instant::now() + DEFAULT_LOCK_WAIT).await
+}
+
+/// The same, waiting for the lock until `lock_until` (one try at least).
+pub async fn migrate_locked_until(
+    pool: &PgPool,
+    lock_until: Instant,
+) -> Result<Migrated, MigrationError> {
     let mut conn = pool.acquire().await?;
-    sqlx::query("SELECT pg_advisory_lock($1)")
-        .bind(migrate_lock_key())
-        .execute(&mut *conn)
-        .await?;
+    lock_until_deadline(&mut conn, lock_until).await?;
     let result = migrate_on(&mut conn).await;
     // Always released, even after a failed migration (the session may live on in the pool).
     let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
@@ -52,7 +101,62 @@ pub async fn migrate_locked(pool: &PgPool) -> Result<Migrated, MigrateError> {
         tracing::warn!(error = %e, "could not release the migration lock; closing the session");
         conn.detach();
     }
-    result
+    Ok(result?)
+}
+
+/// Take the session lock on `conn`, trying until `until`.
+async fn lock_until_deadline(
+    conn: &mut PgConnection,
+    until: Instant,
+) -> Result<(), MigrationError> {
+    let started = Instant::now();
+    let mut pause = LOCK_POLL_MIN;
+    let mut said = false;
+    loop {
+        let locked: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+            .bind(migrate_lock_key())
+            .fetch_one(&mut *conn)
+            .await?;
+        if locked {
+            return Ok(());
+        }
+        let now = Instant::now();
+        if now >= until {
+            let holder = lock_holder(conn).await;
+            return Err(MigrationError::LockBusy {
+                waited: now - started,
+                holder,
+            });
+        }
+        if !said {
+            said = true;
+            tracing::info!(
+                wait_secs = (until - now).as_secs(),
+                "another migration holds the schema lock; waiting for it"
+            );
+        }
+        tokio::time::sleep(pause.min(until - now)).await;
+        pause = (pause * 2).min(LOCK_POLL_MAX);
+    }
+}
+
+/// The backend pid of the session holding the schema lock (best effort: `pg_locks` is readable by
+/// every role, but the session may have gone meanwhile).
+async fn lock_holder(conn: &mut PgConnection) -> Option<i32> {
+    // A bigint advisory key shows in pg_locks as classid (high half), objid (low half), objsubid 1.
+    sqlx::query_scalar::<_, Option<i32>>(
+        "SELECT pid FROM pg_locks \
+         WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+           AND classid = (($1 >> 32) & 4294967295)::oid AND objid = ($1 & 4294967295)::oid \
+           AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+         LIMIT 1",
+    )
+    .bind(migrate_lock_key())
+    .fetch_optional(&mut *conn)
+    .await
+    .ok()
+    .flatten()
+    .flatten()
 }
 
 async fn migrate_on(conn: &mut PgConnection) -> Result<Migrated, MigrateError> {
@@ -80,22 +184,30 @@ pub async fn applied_versions(conn: &mut PgConnection) -> Result<BTreeSet<i64>, 
     Ok(versions.into_iter().collect())
 }
 
-/// Migrate every configured tenant's database, in order; the first failure stops and is
-/// returned as one line naming the tenant (no connection string, no secret).
-pub async fn migrate_tenants(config: &Config) -> Result<Vec<(String, Migrated)>, String> {
+/// Migrate every configured tenant's database, in order, each waiting for the schema lock at
+/// most until `lock_until`; the first failure stops and is returned as one line naming the tenant
+/// (no connection string, no secret).
+pub async fn migrate_tenants(
+    config: &Config,
+    lock_until: Instant,
+) -> Result<Vec<(String, Migrated)>, String> {
     let mut done = Vec::with_capacity(config.tenants.len());
     for tenant in &config.tenants {
-        let fail = |what: &str, e: &dyn std::fmt::Display| {
-            format!("tenant {}: {what}: {}", tenant.id, one_line(&e.to_string()))
-        };
         let pool = db::connect_tenant(tenant, 1)
             .await
             .map_err(|e| format!("tenant {}: {e}", tenant.id))?;
-        let migrated = migrate_locked(&pool)
-            .await
-            .map_err(|e| fail("migration failed", &e));
+        let migrated = migrate_locked_until(&pool, lock_until).await;
         pool.close().await;
-        let migrated = migrated?;
+        let migrated = migrated.map_err(|e| match e {
+            MigrationError::LockBusy { .. } => {
+                format!("tenant {}: {}", tenant.id, one_line(&e.to_string()))
+            }
+            MigrationError::Migrate(e) => format!(
+                "tenant {}: migration failed: {}",
+                tenant.id,
+                one_line(&e.to_string())
+            ),
+        })?;
         tracing::info!(
             tenant = %tenant.id,
             applied = ?migrated.applied,
@@ -109,9 +221,12 @@ pub async fn migrate_tenants(config: &Config) -> Result<Vec<(String, Migrated)>,
 
 /// Migrate what `config` names and summarise it as the function's answer (and the custom
 /// resource's `Data`); a configuration error is a failure like any other.
-pub async fn migrate_summary(config: Result<Config, ConfigError>) -> Result<Value, String> {
+pub async fn migrate_summary(
+    config: Result<Config, ConfigError>,
+    lock_until: Instant,
+) -> Result<Value, String> {
     let config = config.map_err(|e| e.to_string())?;
-    let done = migrate_tenants(&config).await?;
+    let done = migrate_tenants(&config, lock_until).await?;
     let version = done.iter().map(|(_, m)| m.version).max().unwrap_or(0);
     let tenants: BTreeMap<String, Migrated> = done.into_iter().collect();
     Ok(json!({ "version": version, "tenants": tenants }))

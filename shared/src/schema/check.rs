@@ -4,7 +4,8 @@
 //! Checked at an HTTP function's first request against the migrations embedded in the binary:
 //! one query over `_sqlx_migrations`. A current schema is remembered for the life of the
 //! execution environment; a schema found behind is re-checked at most every `recheck` (the
-//! migration may land a moment later), and logged once.
+//! migration may land a moment later), and logged once. The functions that run jobs (worker,
+//! tick) use the same guard without its HTTP wording: `schema::jobs`.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use http::StatusCode;
 use lambda_http::{Body, Response};
-use sqlx::PgPool;
+use sqlx::{PgConnection, PgPool};
 
 use super::apply::applied_versions;
 use crate::api::http::respond;
@@ -58,7 +59,13 @@ pub fn build_version() -> i64 {
 /// deployment migrated first; migrations are additive). A database error is returned as is:
 /// the handler then meets it and answers as it always does.
 pub async fn behind(pool: &PgPool) -> Result<Option<SchemaBehind>, sqlx::Error> {
-    let (database, missing) = versions(pool).await?;
+    let mut conn = pool.acquire().await?;
+    behind_on(&mut conn).await
+}
+
+/// [`behind`] on one connection.
+pub async fn behind_on(conn: &mut PgConnection) -> Result<Option<SchemaBehind>, sqlx::Error> {
+    let (database, missing) = versions_on(conn).await?;
     Ok(missing.then(|| SchemaBehind {
         database,
         build: build_version(),
@@ -69,7 +76,11 @@ pub async fn behind(pool: &PgPool) -> Result<Option<SchemaBehind>, sqlx::Error> 
 /// is missing from it.
 pub async fn versions(pool: &PgPool) -> Result<(i64, bool), sqlx::Error> {
     let mut conn = pool.acquire().await?;
-    let applied = applied_versions(&mut conn).await?;
+    versions_on(&mut conn).await
+}
+
+async fn versions_on(conn: &mut PgConnection) -> Result<(i64, bool), sqlx::Error> {
+    let applied = applied_versions(conn).await?;
     let missing = MIGRATOR.iter().any(|m| !applied.contains(&m.version));
     Ok((applied.last().copied().unwrap_or(0), missing))
 }
@@ -100,27 +111,42 @@ impl SchemaGuard {
 
     /// `Err` while the schema is behind the build; cheap once it has been found current.
     pub async fn check(&self, pool: &PgPool) -> Result<(), SchemaBehind> {
+        let outcome = self.look(|| behind(pool)).await;
+        if let Err(b) = &outcome
+            && !self.logged.swap(true, Ordering::Relaxed)
+        {
+            tracing::error!(
+                database_version = b.database,
+                build_version = b.build,
+                "database schema is behind this build: run the migrate function \
+                 (sam deploy runs it; by hand: aws lambda invoke with {{\"action\":\"migrate\"}}) \
+                 or `syncplane migrate`; answering 503 schema_behind until then"
+            );
+        }
+        outcome
+    }
+
+    /// The check without the HTTP functions' log line (the caller says what it does instead):
+    /// `look` compares the database with the build, and is only called when needed (never once
+    /// the schema was found current, nor within `recheck` of finding it behind). A database
+    /// error counts as current for now: the caller then meets it and reports it as it does.
+    pub async fn look<F, Fut>(&self, look: F) -> Result<(), SchemaBehind>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Option<SchemaBehind>, sqlx::Error>>,
+    {
         if self.current.load(Ordering::Relaxed) {
             return Ok(());
         }
         if let Some(recent) = self.recent_behind() {
             return Err(recent);
         }
-        match behind(pool).await {
+        match look().await {
             Ok(None) => {
                 self.current.store(true, Ordering::Relaxed);
                 Ok(())
             }
             Ok(Some(b)) => {
-                if !self.logged.swap(true, Ordering::Relaxed) {
-                    tracing::error!(
-                        database_version = b.database,
-                        build_version = b.build,
-                        "database schema is behind this build: run the migrate function \
-                         (sam deploy runs it; by hand: aws lambda invoke with {{\"action\":\"migrate\"}}) \
-                         or `syncplane migrate`; answering 503 schema_behind until then"
-                    );
-                }
                 if let Ok(mut last) = self.last_behind.lock() {
                     *last = Some((Instant::now(), b.clone()));
                 }

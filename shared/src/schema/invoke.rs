@@ -6,14 +6,47 @@
 //! `SUCCESS`, or `FAILED` with the reason (which fails and rolls back the deploy); `Delete` always
 //! succeeds and changes nothing (removing the stack never drops data). The physical id is stable,
 //! so CloudFormation never replaces the resource.
+//!
+//! The answer goes out before the invocation's deadline, whatever the migration does: the
+//! migration (its wait for the schema lock included) gets until [`answer_by`], which keeps
+//! [`ANSWER_MARGIN`] of the invocation for delivering the answer. A migration still waiting or
+//! running then is abandoned and answered `FAILED` with why.
+
+use std::time::{Duration, SystemTime};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use tokio::time::Instant;
 
 /// The physical id of the schema resource, the same on every answer.
 pub const PHYSICAL_RESOURCE_ID: &str = "syncplane-schema";
 /// CloudFormation caps a response at 4 KB; the reason is kept well below.
 const MAX_REASON_CHARS: usize = 1000;
+/// One try at delivering the answer (the migrate function's HTTP client timeout).
+pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Kept back from the invocation's deadline for the answer: [`deliver`]'s three tries of at
+/// most [`DELIVERY_TIMEOUT`] and its pauses between them (1.5 s), with room to spare.
+pub const ANSWER_MARGIN: Duration = Duration::from_secs(20);
+/// The schema lock is given up this long before [`answer_by`], so a lock never freed is answered
+/// with its own reason rather than as a migration out of time.
+const LOCK_MARGIN: Duration = Duration::from_secs(2);
+
+/// When the migration must have finished for the answer to reach CloudFormation in time: the
+/// invocation's deadline (the Lambda context's) less [`ANSWER_MARGIN`], and never in the past.
+pub fn answer_by(deadline: SystemTime) -> Instant {
+    let left = deadline
+        .duration_since(SystemTime::now())
+        .unwrap_or_default();
+    Instant::now() + left.saturating_sub(ANSWER_MARGIN)
+}
+
+/// Until when the migration waits for the schema lock, given [`answer_by`].
+pub fn lock_until(answer_by: Instant) -> Instant {
+    let now = Instant::now();
+    let left = answer_by.saturating_duration_since(now);
+    // A short deadline still leaves half of it for the lock.
+    now + left.saturating_sub(LOCK_MARGIN.min(left / 2))
+}
 
 /// What the migrate function was asked.
 #[derive(Debug)]
@@ -83,39 +116,65 @@ pub fn parse(event: Value) -> Result<Invocation, InvokeError> {
     }
 }
 
-/// Handle one event: `migrate` applies the migrations and returns a JSON summary or one line.
+/// Handle one event: `migrate` applies the migrations, waiting for the schema lock until the
+/// instant it is given, and returns a JSON summary or one line. It must be done by `answer_by`
+/// ([`answer_by`] of the invocation's deadline), or it is abandoned and answered as failed.
 pub async fn handle<M, Fut>(
     event: Value,
     http: &reqwest::Client,
+    answer_by: Instant,
     migrate: M,
 ) -> Result<Value, InvokeError>
 where
-    M: FnOnce() -> Fut,
+    M: FnOnce(Instant) -> Fut,
     Fut: Future<Output = Result<Value, String>>,
 {
     match parse(event)? {
-        // Boxed: the migration's future is deep (configuration, secrets, Postgres), too deep to
-        // nest inline in the runtime's own.
-        Invocation::Migrate => Box::pin(migrate())
+        Invocation::Migrate => bounded(answer_by, migrate)
             .await
             .map_err(InvokeError::MigrationFailed),
         Invocation::CustomResource(request) => {
-            let response = answer(&request, migrate).await;
+            let response = answer(&request, answer_by, migrate).await;
             deliver(http, &request.response_url, &response).await?;
             Ok(json!({ "Status": response.status, "Reason": response.reason }))
         }
     }
 }
 
-/// Decide the answer to one custom resource request (migrating for Create and Update).
-pub async fn answer<M, Fut>(request: &CustomResourceRequest, migrate: M) -> CustomResourceResponse
+/// Run `migrate` until `answer_by` at most.
+async fn bounded<M, Fut>(answer_by: Instant, migrate: M) -> Result<Value, String>
 where
-    M: FnOnce() -> Fut,
+    M: FnOnce(Instant) -> Fut,
+    Fut: Future<Output = Result<Value, String>>,
+{
+    let started = Instant::now();
+    // Boxed: the migration's future is deep (configuration, secrets, Postgres), too deep to
+    // nest inline in the runtime's own.
+    let run = Box::pin(migrate(lock_until(answer_by)));
+    match tokio::time::timeout_at(answer_by, run).await {
+        Ok(outcome) => outcome,
+        Err(_) => Err(format!(
+            "the migration did not finish within the {}s the migrate function had left; it was \
+             abandoned (an unfinished migration's transaction is rolled back): run `syncplane migrate` from a machine that reaches the database, then deploy again",
+            (answer_by - started).as_secs()
+        )),
+    }
+}
+
+/// Decide the answer to one custom resource request (migrating for Create and Update, until
+/// `answer_by` at most).
+pub async fn answer<M, Fut>(
+    request: &CustomResourceRequest,
+    answer_by: Instant,
+    migrate: M,
+) -> CustomResourceResponse
+where
+    M: FnOnce(Instant) -> Fut,
     Fut: Future<Output = Result<Value, String>>,
 {
     let outcome = match request.request_type {
         RequestType::Delete => Ok(json!({})),
-        RequestType::Create | RequestType::Update => Box::pin(migrate()).await,
+        RequestType::Create | RequestType::Update => bounded(answer_by, migrate).await,
     };
     let (status, reason, data) = match outcome {
         Ok(data) => ("SUCCESS", "schema migrated".to_owned(), data),

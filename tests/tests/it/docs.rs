@@ -550,3 +550,112 @@ fn every_relative_link_of_the_readme_and_docs_resolves_inside_the_repository() {
         );
     }
 }
+
+/// Event names the webhook's routing matches on (`("push", _) => ...` arms of its `match`).
+fn routed_events() -> BTreeSet<String> {
+    let source = read("shared/src/webhook/routing.rs");
+    source
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("(\""))
+        .filter_map(|rest| rest.split_once('"').map(|(event, _)| event.to_owned()))
+        .collect()
+}
+
+#[test]
+fn the_github_app_guide_names_every_event_the_webhook_routes_and_read_only_permissions() {
+    let guide = read("docs/github-app.md");
+    let events = routed_events();
+    for expected in [
+        "push",
+        "repository",
+        "installation",
+        "installation_repositories",
+    ] {
+        assert!(
+            events.contains(expected),
+            "routing handles {expected}: {events:?}"
+        );
+    }
+    for event in &events {
+        // The subscribed ones by their checkbox name (**Push**), the others by their name or by
+        // the answer the guide shows for them (`ping`).
+        let checkbox = format!("**{}{}**", event[..1].to_uppercase(), &event[1..]);
+        let named = format!("`{event}`");
+        let answered = format!("\"event\": \"{event}\"");
+        assert!(
+            guide.contains(&checkbox) || guide.contains(&named) || guide.contains(&answered),
+            "docs/github-app.md names the {event} event"
+        );
+    }
+    let permissions = table_after(&guide, "**Repository permissions:**");
+    let granted: Vec<(String, String)> = permissions
+        .iter()
+        .map(|row| (row[0].clone(), row[1].clone()))
+        .collect();
+    assert_eq!(
+        granted,
+        [
+            ("Contents".to_owned(), "Read-only".to_owned()),
+            ("Metadata".to_owned(), "Read-only".to_owned())
+        ],
+        "the App asks for Contents and Metadata, read-only, and nothing else"
+    );
+    let readme = read("README.md");
+    let section = readme
+        .split("## The GitHub App")
+        .nth(1)
+        .and_then(|s| s.split("\n## ").next())
+        .expect("a README section on the App");
+    let section = section.to_lowercase();
+    for word in ["contents", "metadata", "push", "repository", "installation"] {
+        assert!(section.contains(word), "README's App section names {word}");
+    }
+}
+
+/// Files under `dir` (recursively) whose name ends with one of `exts`, build output left out.
+fn files_with(dir: &Path, exts: &[&str], out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().map(|e| e.unwrap()) {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            if !["target", ".git", "vendor", "node_modules"].contains(&name.as_str())
+                && !name.starts_with('.')
+            {
+                files_with(&path, exts, out);
+            }
+        } else if exts.iter().any(|e| name.ends_with(e)) {
+            out.push(path);
+        }
+    }
+}
+
+#[test]
+fn code_comments_point_at_documents_the_repository_has() {
+    // The design notes the project carries are docs/design.md; a comment citing a document the
+    // repository does not have sends its reader nowhere.
+    let mut files = Vec::new();
+    files_with(
+        &repo_file(""),
+        &[".rs", ".yaml", ".sh", ".toml", ".py"],
+        &mut files,
+    );
+    assert!(
+        files.len() > 50,
+        "the walk found the sources: {}",
+        files.len()
+    );
+    let mut found = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for forbidden in ["DESIGN.md", "../shared/", "/work/shared"] {
+            // This test's own list is the one place the names may appear.
+            if text.contains(forbidden) && !file.ends_with("tests/tests/it/docs.rs") {
+                found.push(format!("{}: {forbidden}", file.display()));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "references outside the repository: {found:#?}"
+    );
+}

@@ -1,5 +1,5 @@
-//! The read routes under `/api/repos/{owner}/{name}` and `/api/search` (DESIGN.md "Read API
-//! routes"): matching the path (strictly percent-decoded) and answering a matched route.
+//! The read routes under `/api/repos/{owner}/{name}` and `/api/search` (README "Read
+//! API"): matching the path (strictly percent-decoded) and answering a matched route.
 
 use serde_json::Value;
 use sqlx::PgPool;

@@ -129,6 +129,51 @@ fn each_function_names_the_variables_vpc_and_permissions_the_template_gives_it()
 }
 
 #[test]
+fn each_http_functions_wiring_names_every_route_the_template_gives_it() {
+    let t = template();
+    for krate in function_crates() {
+        let (_, needs) = metadata(&krate);
+        let wiring = needs["wiring"].as_str().unwrap();
+        let (_, f) = function_of(&t, &krate);
+        let Some(events) = f["Properties"]["Events"].as_mapping() else {
+            continue;
+        };
+        for e in events.values().filter(|e| e["Type"] == "HttpApi") {
+            let path = e["Properties"]["Path"].as_str().unwrap();
+            // Whole route names: "/api/repos" must not pass on "/api/repos/{owner}/{name}".
+            let named = wiring
+                .split([',', ' '])
+                .any(|word| word.trim_matches(|c: char| c == '.' || c.is_whitespace()) == path);
+            assert!(named, "{krate}: wiring names {path}: {wiring}");
+        }
+    }
+}
+
+#[test]
+fn the_deploy_env_example_sets_every_variable_a_function_names() {
+    let text = std::fs::read_to_string(repo_file(".env.deploy.example")).unwrap();
+    let set: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once('=').map(|(k, _)| k.trim()))
+        .collect();
+    for krate in function_crates() {
+        let (_, needs) = metadata(&krate);
+        for var in strings(&needs["env"]) {
+            assert!(
+                set.contains(&var.as_str()),
+                "{krate}: .env.deploy.example sets {var}"
+            );
+        }
+    }
+    // Each crate's role grants Secrets Manager reads only: its secrets are _SECRET_ARN references.
+    assert!(
+        !set.iter().any(|k| k.ends_with("_PARAMETER")),
+        "the example's secrets are the form the roles can read"
+    );
+}
+
+#[test]
 fn only_the_functions_are_deploy_targets() {
     let t = template();
     let mut binaries: Vec<String> = functions(&t)

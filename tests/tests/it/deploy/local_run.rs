@@ -43,16 +43,70 @@ fn the_local_run_sets_the_demo_credentials_the_samples_carry() {
     );
 }
 
+/// The banner `scripts/local.sh` prints, run on its own with only `vars` set.
+fn banner(vars: &[(&str, &str)]) -> String {
+    let out = Command::new("bash")
+        .arg("scripts/local-banner.sh")
+        .current_dir(repo_file(""))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(vars.iter().copied())
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
 #[test]
 fn the_banner_names_the_watch_address_the_key_and_no_unset_variable() {
     let local = script("local.sh");
-    assert!(local.contains("cargo lambda invoke -A 127.0.0.1"));
     assert!(local.contains("cargo lambda watch -A 127.0.0.1"));
-    assert!(local.contains("App key (GITHUB_APP_PRIVATE_KEY_FILE)"));
-    // The curl lines print the demo token itself; a real one only as the shell variable, with
-    // the line saying to export it.
-    assert!(local.contains("token=\"$SYNC_API_TOKEN\""));
-    assert!(local.contains("first: export SYNC_API_TOKEN"));
+    assert!(local.contains(". scripts/local-banner.sh"));
+
+    // The demo under cargo lambda watch: curl lines carry the demo token itself, the invoke
+    // line the address watch listens on, the key path the CLI needs.
+    let demo = banner(&[
+        ("mode", "watch"),
+        ("no_app", "1"),
+        ("SYNC_API_TOKEN", "demo-sync-token"),
+        ("GITHUB_APP_PRIVATE_KEY_FILE", "/tmp/fake/app.pem"),
+        ("local_env", "/tmp/syncplane-local.env"),
+    ]);
+    assert!(demo.contains("cargo lambda invoke -A 127.0.0.1 "), "{demo}");
+    assert!(demo.contains("Bearer demo-sync-token"), "{demo}");
+    assert!(!demo.contains("$SYNC_API_TOKEN"), "{demo}");
+    assert!(demo.contains("App key (GITHUB_APP_PRIVATE_KEY_FILE): /tmp/fake/app.pem"));
+    assert!(demo.contains(". /tmp/syncplane-local.env;"), "{demo}");
+    assert!(demo.contains("http://127.0.0.1:9000/lambda-url/sync-api/api/repos"));
+
+    // A real App under serve on another address: the token is never printed, the line says
+    // to export it; the addresses follow SYNCPLANE_SERVE_ADDR; an inline key is not printed
+    // but the banner says the CLI needs it.
+    let secret_key = "-----BEGIN RSA PRIVATE KEY-----\nMIIsecret\n-----END RSA PRIVATE KEY-----";
+    let real = banner(&[
+        ("mode", "serve"),
+        ("serve_addr", "127.0.0.1:9100"),
+        ("SYNC_API_TOKEN", "a-real-secret-token"),
+        ("GITHUB_APP_PRIVATE_KEY", secret_key),
+    ]);
+    assert!(!real.contains("a-real-secret-token"), "{real}");
+    assert!(!real.contains("MIIsecret"), "{real}");
+    assert!(real.contains("Bearer $SYNC_API_TOKEN"), "{real}");
+    assert!(real.contains("first: export SYNC_API_TOKEN"), "{real}");
+    assert!(real.contains("http://127.0.0.1:9100/lambda-url/sync-api/api/sync"));
+    assert!(
+        real.contains("http://127.0.0.1:9100/github/webhook"),
+        "{real}"
+    );
+    assert!(!real.contains(":9000"), "{real}");
+    assert!(
+        real.contains("App key: given inline (GITHUB_APP_PRIVATE_KEY)"),
+        "{real}"
+    );
 }
 
 #[test]
@@ -96,10 +150,17 @@ fn the_scripts_pass_shellcheck() {
         eprintln!("shellcheck is not installed: skipped");
         return;
     }
-    let scripts: Vec<String> = ["local.sh", "services.sh", "tools.sh", "demo.sh", "test.sh"]
-        .iter()
-        .map(|s| repo_file(&format!("scripts/{s}")).display().to_string())
-        .collect();
+    let scripts: Vec<String> = [
+        "local.sh",
+        "local-banner.sh",
+        "services.sh",
+        "tools.sh",
+        "demo.sh",
+        "test.sh",
+    ]
+    .iter()
+    .map(|s| repo_file(&format!("scripts/{s}")).display().to_string())
+    .collect();
     let out = Command::new("shellcheck").args(&scripts).output().unwrap();
     assert!(
         out.status.success(),

@@ -1,10 +1,12 @@
 //! Migrations in AWS (issue 13 point 1): the migrate function's handler with CloudFormation's own
 //! request shapes (Create, Update, Delete, and a failing migration), answering on a local HTTP
 //! server that plays the pre-signed `ResponseURL`, against real Postgres; the advisory lock that
-//! serializes concurrent runs; and the 503 `schema_behind` of a function whose database is behind.
+//! serializes concurrent runs, waited for only until the invocation's deadline (a lock held
+//! elsewhere, or a migration outliving the function, is answered FAILED in time, never left for
+//! CloudFormation to wait on); and the 503 `schema_behind` of a function whose database is behind.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -14,10 +16,15 @@ use axum::routing::put;
 use lambda_http::{Body, Response};
 use serde_json::{Value, json};
 use shared::config::{Config, ConfigError};
+use shared::schema::apply::migrate_lock_key;
 use shared::schema::invoke::{self, InvokeError, PHYSICAL_RESOURCE_ID};
-use shared::schema::{SchemaGuard, migrate_locked, migrate_summary};
+use shared::schema::{
+    MigrationError, SchemaGuard, migrate_locked, migrate_locked_until, migrate_summary,
+};
+use sqlx::{Connection, PgConnection};
 use syncplane_tests::apigw::reply;
 use syncplane_tests::db::TestDb;
+use tokio::time::Instant;
 
 /// What the fake `ResponseURL` received: content type and JSON body of each PUT.
 #[derive(Clone, Default)]
@@ -83,11 +90,24 @@ fn config_for(db: &TestDb) -> Result<Config, ConfigError> {
     shared::config::from_lookup(move |k| (k == "DATABASE_URL").then(|| url.clone()))
 }
 
+/// When a function with a minute left must answer.
+fn a_minute_left() -> Instant {
+    invoke::answer_by(SystemTime::now() + Duration::from_secs(60))
+}
+
 /// One invocation of the migrate function's handler, exactly as its main wires it.
 async fn invoke_with(db: &TestDb, event: Value) -> Result<Value, InvokeError> {
+    invoke_by(db, event, a_minute_left()).await
+}
+
+/// The same, with the answer due at `answer_by`.
+async fn invoke_by(db: &TestDb, event: Value, answer_by: Instant) -> Result<Value, InvokeError> {
     let http = reqwest::Client::new();
     let config = config_for(db);
-    invoke::handle(event, &http, || migrate_summary(config)).await
+    invoke::handle(event, &http, answer_by, |until| {
+        migrate_summary(config, until)
+    })
+    .await
 }
 
 async fn table_exists(db: &TestDb, name: &str) -> bool {
@@ -123,7 +143,8 @@ async fn cfn_unconfigured(kind: &str) -> Value {
     invoke::handle(
         request(kind, &url, Some(PHYSICAL_RESOURCE_ID)),
         &http,
-        || migrate_summary(broken),
+        a_minute_left(),
+        |until| migrate_summary(broken, until),
     )
     .await
     .unwrap();
@@ -280,6 +301,170 @@ async fn concurrent_migrations_are_serialized_by_the_advisory_lock() {
         [0, 0, 0, embedded() as usize],
         "one run applied everything, the others found it done"
     );
+}
+
+/// Another session holding the schema lock (a `syncplane migrate` stuck somewhere), and its pid.
+async fn hold_the_lock(db: &TestDb) -> (PgConnection, i32) {
+    let mut holder = PgConnection::connect(db.url().expose()).await.unwrap();
+    sqlx::query("SELECT pg_advisory_lock($1)")
+        .bind(migrate_lock_key())
+        .execute(&mut holder)
+        .await
+        .unwrap();
+    let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut holder)
+        .await
+        .unwrap();
+    (holder, pid)
+}
+
+#[tokio::test]
+async fn a_schema_lock_held_elsewhere_is_answered_failed_with_the_reason_before_the_deadline() {
+    let db = TestDb::empty().await;
+    let (holder, pid) = hold_the_lock(&db).await;
+
+    // An invocation with 23 s left must answer within its 3 s (ANSWER_MARGIN is for delivery).
+    let deadline = SystemTime::now() + invoke::ANSWER_MARGIN + Duration::from_secs(3);
+    let answer_by = invoke::answer_by(deadline);
+    let started = Instant::now();
+    let (url, answers) = response_url().await;
+    let out = invoke_by(
+        &db,
+        request("Update", &url, Some(PHYSICAL_RESOURCE_ID)),
+        answer_by,
+    )
+    .await
+    .unwrap();
+    let took = started.elapsed();
+    assert_eq!(out["Status"], "FAILED");
+    assert!(
+        took >= Duration::from_millis(500) && Instant::now() <= answer_by,
+        "it waited for the lock, then answered in time: {took:?}"
+    );
+
+    let (_, answer) = answers.only();
+    assert_eq!(answer["Status"], "FAILED");
+    assert_eq!(answer["PhysicalResourceId"], PHYSICAL_RESOURCE_ID);
+    let reason = answer["Reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("tenant default: another migration holds the schema lock"),
+        "{reason}"
+    );
+    assert!(
+        reason.contains(&format!("session pid {pid}")),
+        "names the holder: {reason}"
+    );
+    assert!(reason.contains("nothing was applied"), "{reason}");
+    assert!(
+        !reason.contains('\n') && !reason.contains("postgres://"),
+        "{reason}"
+    );
+    assert!(
+        !table_exists(&db, "_sqlx_migrations").await,
+        "nothing applied while the lock was held elsewhere"
+    );
+
+    // Released within the deadline, the lock is taken and the migration runs: runs serialize.
+    let release = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(800)).await;
+        holder.close().await.unwrap();
+    });
+    let started = Instant::now();
+    let (out, answer) = cfn(&db, "Update", Some(PHYSICAL_RESOURCE_ID)).await;
+    release.await.unwrap();
+    assert_eq!(
+        (out["Status"].as_str(), answer["Status"].as_str()),
+        (Some("SUCCESS"), Some("SUCCESS"))
+    );
+    assert!(
+        started.elapsed() >= Duration::from_millis(700),
+        "it waited for the holder"
+    );
+    assert_eq!(applied_count(&db).await, embedded());
+}
+
+#[tokio::test]
+async fn the_cli_path_waits_a_bounded_time_for_the_lock_and_names_its_holder() {
+    assert_eq!(shared::schema::DEFAULT_LOCK_WAIT, Duration::from_secs(60));
+    let db = TestDb::empty().await;
+    let (holder, pid) = hold_the_lock(&db).await;
+    let started = Instant::now();
+    let err = migrate_locked_until(&db.pool, Instant::now() + Duration::from_millis(600))
+        .await
+        .unwrap_err();
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    match &err {
+        MigrationError::LockBusy { holder, waited } => {
+            assert_eq!(*holder, Some(pid));
+            assert!(*waited >= Duration::from_millis(500), "{waited:?}");
+        }
+        other => panic!("not LockBusy: {other}"),
+    }
+    let text = err.to_string();
+    assert!(
+        text.contains(&format!("pg_terminate_backend({pid})")),
+        "{text}"
+    );
+    holder.close().await.unwrap();
+    // The pool's connection gave up cleanly: the next run takes the lock at once.
+    let done = migrate_locked_until(&db.pool, Instant::now())
+        .await
+        .unwrap();
+    assert_eq!(done.applied.len() as i64, embedded());
+}
+
+#[tokio::test]
+async fn a_migration_outliving_the_function_is_abandoned_and_answered_failed_in_time() {
+    // A past deadline is "now", never a panic; a far one keeps the answer's margin.
+    let now = Instant::now();
+    assert!(
+        invoke::answer_by(SystemTime::now() - Duration::from_secs(5)) - now
+            < Duration::from_secs(1)
+    );
+    let far = invoke::answer_by(SystemTime::now() + Duration::from_secs(300));
+    let left = far - Instant::now();
+    assert!(
+        left <= Duration::from_secs(300) - invoke::ANSWER_MARGIN,
+        "{left:?}"
+    );
+    assert!(left > Duration::from_secs(270), "{left:?}");
+
+    let (url, answers) = response_url().await;
+    let http = reqwest::Client::new();
+    let started = Instant::now();
+    let out = invoke::handle(
+        request("Create", &url, None),
+        &http,
+        Instant::now() + Duration::from_millis(500),
+        |_| std::future::pending::<Result<Value, String>>(),
+    )
+    .await
+    .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(out["Status"], "FAILED");
+    let (_, answer) = answers.only();
+    let reason = answer["Reason"].as_str().unwrap();
+    assert!(reason.contains("did not finish"), "{reason}");
+    assert!(reason.contains("syncplane migrate"), "{reason}");
+
+    // By hand (`{"action":"migrate"}`) the same bound holds: a function error, not a timeout.
+    let err = invoke::handle(
+        json!({"action": "migrate"}),
+        &http,
+        Instant::now() + Duration::from_millis(200),
+        |_| std::future::pending::<Result<Value, String>>(),
+    )
+    .await
+    .unwrap_err();
+    assert!(err.to_string().contains("did not finish"), "{err}");
 }
 
 fn ok() -> Response<Body> {

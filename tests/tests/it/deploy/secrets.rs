@@ -165,3 +165,90 @@ async fn without_references_no_store_is_contacted() {
     .unwrap();
     assert_eq!(format!("{resolved:?}"), "{}");
 }
+
+/// The AWS environment a deployed function has, pointed at the emulator.
+fn aws_vars() -> Vec<(String, String)> {
+    [
+        ("AWS_ENDPOINT_URL", endpoint()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
+    ]
+    .map(|(k, v)| (k.to_owned(), v))
+    .to_vec()
+}
+
+#[tokio::test]
+async fn function_binaries_resolve_their_references_from_the_aws_environment_at_cold_start() {
+    use syncplane_tests::apigw;
+    use syncplane_tests::processes;
+
+    let e = crate::ops::Env::new().await;
+    let api_token = format!("tok{:032x}", rand::random::<u128>());
+    let webhook_secret = format!("whs{:032x}", rand::random::<u128>());
+    // The App key from Secrets Manager, the API token too, the webhook secret from SSM: the
+    // plain variables are not set at all.
+    let mut vars: Vec<(String, String)> = e
+        .vars()
+        .into_iter()
+        .filter(|(k, _)| k != "GITHUB_APP_PRIVATE_KEY")
+        .collect();
+    vars.extend(aws_vars());
+    vars.extend([
+        (
+            "GITHUB_APP_PRIVATE_KEY_SECRET_ARN".to_owned(),
+            secret(&e.gh.private_key_pem()).await,
+        ),
+        (
+            "SYNC_API_TOKEN_SECRET_ARN".to_owned(),
+            secret(&api_token).await,
+        ),
+        (
+            "GITHUB_WEBHOOK_SECRET_PARAMETER".to_owned(),
+            parameter(&webhook_secret).await,
+        ),
+        ("RUST_LOG".to_owned(), "info".to_owned()),
+    ]);
+
+    // sync-api takes the token it read from Secrets Manager (and used the App key: a sync ran).
+    let bearer = format!("Bearer {api_token}");
+    let event = apigw::event(
+        "POST",
+        "/api/sync",
+        &[
+            ("authorization", &bearer),
+            ("content-type", "application/json"),
+        ],
+        Some(br#"{"repository":"acme/handbook"}"#),
+    );
+    let inv = processes::invoke("sync-api", &vars, &event).await;
+    let body = inv.response.as_deref().unwrap_or_else(|| {
+        panic!(
+            "sync-api did not answer ({:?}): {}",
+            inv.error, inv.output.stderr
+        )
+    });
+    let reply: serde_json::Value = serde_json::from_slice(body).unwrap();
+    assert_eq!(reply["statusCode"], 202, "{reply} {}", inv.output.stderr);
+    assert!(inv.output.stderr.contains("secret resolved by reference"));
+    for secret in [&api_token, &webhook_secret] {
+        assert!(!inv.output.stderr.contains(secret.as_str()), "never logged");
+    }
+
+    // webhook verifies with the secret it read from SSM.
+    let event = e.signed_push_event(&webhook_secret, "0f1e2d3c-0000-4000-8000-0000000000a1");
+    let inv = processes::invoke("webhook", &vars, &event).await;
+    let body = inv.response.as_deref().unwrap_or_else(|| {
+        panic!(
+            "webhook did not answer ({:?}): {}",
+            inv.error, inv.output.stderr
+        )
+    });
+    let reply: serde_json::Value = serde_json::from_slice(body).unwrap();
+    let status = reply["statusCode"].as_u64().unwrap_or(0);
+    assert!(
+        (200..300).contains(&status),
+        "{reply} {}",
+        inv.output.stderr
+    );
+}

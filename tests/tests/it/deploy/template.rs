@@ -1,4 +1,4 @@
-//! template.yaml (DESIGN.md "Shape", "Worker"): what `cfn-lint` does not catch. A misspelled
+//! template.yaml (docs/design.md "Shape", "Jobs"): what `cfn-lint` does not catch. A misspelled
 //! `ReportBatchItemFailures` or a visibility timeout below the worker's timeout both deploy
 //! cleanly and then re-run whole batches or run one job on two workers at once.
 
@@ -465,4 +465,80 @@ fn every_deploy_runs_the_migrations_before_new_code_serves() {
             assert_eq!(f["DependsOn"], "SchemaMigration", "{name}");
         }
     }
+}
+
+#[test]
+fn a_new_database_is_migrated_too_and_a_silent_migrate_function_fails_the_deploy_within_minutes() {
+    let t = template();
+    let (migrate, _) = function_of(&t, "migrate");
+    let props = &resource(&t, "SchemaMigration")["Properties"];
+    let referenced = refs(props);
+
+    // Every setting the migrate function reads to find its database is a property, so pointing
+    // the stack at another database is an Update: the new database is migrated before new code
+    // serves it (the functions depend on SchemaMigration).
+    let manifest: toml::Value = toml::from_str(
+        &std::fs::read_to_string(super::repo_file("functions/migrate/Cargo.toml")).unwrap(),
+    )
+    .unwrap();
+    let reads = manifest["package"]["metadata"]["syncplane"]["env"]
+        .as_array()
+        .unwrap();
+    let env = &t["Globals"]["Function"]["Environment"]["Variables"];
+    let mut database_params = Vec::new();
+    for var in reads.iter().map(|v| v.as_str().unwrap()) {
+        assert!(
+            var.starts_with("DATABASE_"),
+            "the migrate function reads {var}"
+        );
+        let param = intrinsic(&env[var], "Ref")
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{var} is a stack parameter"));
+        assert!(
+            referenced.iter().any(|r| r == param),
+            "{param} ({var}) must be a SchemaMigration property, or a new database is never migrated"
+        );
+        database_params.push(param.to_owned());
+    }
+    assert_eq!(
+        database_params,
+        ["DatabaseUrl", "DatabasePasswordSecretArn"]
+    );
+
+    // Never a secret's value: besides the function's own attributes, only the URL (which carries
+    // no password: that comes from the secret) and secret ARNs.
+    for r in &referenced {
+        if r.starts_with(&format!("{migrate}.")) {
+            continue;
+        }
+        let param = &t["Parameters"][r.as_str()];
+        assert!(!param.is_null(), "{r} is a stack parameter");
+        if r == "DatabaseUrl" {
+            let description = param["Description"].as_str().unwrap();
+            assert!(
+                description.contains("WITHOUT the password"),
+                "{description}"
+            );
+        } else {
+            assert!(
+                param["AllowedPattern"]
+                    .as_str()
+                    .is_some_and(|p| p.contains("secretsmanager")),
+                "{r} must be a secret's ARN, never its value"
+            );
+        }
+    }
+
+    // A migrate function that never answers fails the deploy after ServiceTimeout, not after
+    // CloudFormation's default hour; long enough for one full run and one retry.
+    let service_timeout = props["ServiceTimeout"]
+        .as_u64()
+        .expect("ServiceTimeout, in whole seconds");
+    let timeout = function_prop(&t, &migrate, "Timeout").as_u64().unwrap();
+    assert!(
+        service_timeout > 2 * timeout && service_timeout < 3600,
+        "ServiceTimeout {service_timeout}s against the function's {timeout}s"
+    );
+    // The function answers before its deadline with room for the answer's delivery.
+    assert!(shared::schema::invoke::ANSWER_MARGIN.as_secs() * 5 < timeout);
 }

@@ -157,7 +157,7 @@ async fn the_ingest_function_writes_emf_lines_to_stdout_and_its_logs_to_stderr()
         "/api/agent-sessions/sync",
         &[
             ("authorization", &auth),
-            ("content-type", "application/json"),
+            ("content-type", "application/octet-stream"),
             ("content-encoding", "gzip"),
         ],
         Some(&body),

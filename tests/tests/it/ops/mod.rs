@@ -7,6 +7,7 @@
 mod cli_edges;
 mod errors;
 mod health;
+mod jobs_schema;
 mod logs;
 mod metrics;
 mod retry;
@@ -62,6 +63,32 @@ impl Env {
         ]
         .map(|(k, v)| (k.to_owned(), v))
         .to_vec()
+    }
+
+    /// The API Gateway event of a push to `acme/widgets`' default branch, signed with
+    /// `webhook_secret`, as GitHub delivers it to the webhook function.
+    pub fn signed_push_event(&self, webhook_secret: &str, delivery: &str) -> serde_json::Value {
+        let body = serde_json::json!({
+            "ref": "refs/heads/main",
+            "repository": {"id": self.widgets, "name": "widgets", "full_name": "acme/widgets",
+                           "owner": {"login": "acme"}, "default_branch": "main",
+                           "private": true, "archived": false},
+            "installation": {"id": self.installation},
+            "commits": []
+        })
+        .to_string();
+        let signature = syncplane_tests::fake_github::sign_webhook(webhook_secret, body.as_bytes());
+        syncplane_tests::apigw::event(
+            "POST",
+            "/github/webhook",
+            &[
+                ("content-type", "application/json"),
+                ("x-github-event", "push"),
+                ("x-github-delivery", delivery),
+                ("x-hub-signature-256", &signature),
+            ],
+            Some(body.as_bytes()),
+        )
     }
 
     /// `syncplane <args>` through the CLI's entry point: exit status and standard output.

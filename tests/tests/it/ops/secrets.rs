@@ -6,7 +6,6 @@
 use serde_json::{Value, json};
 use shared::ingest::provision;
 use syncplane_tests::apigw;
-use syncplane_tests::fake_github::sign_webhook;
 use syncplane_tests::processes::{self, Invocation};
 
 use super::Env;
@@ -132,27 +131,12 @@ async fn every_function_at_trace_keeps_its_secrets_out_of_the_logs() {
     invocations.push(("sync-api", inv));
 
     // webhook: a signed push for the other repository.
-    let body = json!({
-        "ref": "refs/heads/main",
-        "repository": {"id": e.widgets, "name": "widgets", "full_name": "acme/widgets",
-                       "owner": {"login": "acme"}, "default_branch": "main",
-                       "private": true, "archived": false},
-        "installation": {"id": e.installation},
-        "commits": []
-    })
-    .to_string();
-    let signature = sign_webhook(&s.webhook_secret, body.as_bytes());
-    let event = apigw::event(
-        "POST",
-        "/github/webhook",
-        &[
-            ("content-type", "application/json"),
-            ("x-github-event", "push"),
-            ("x-github-delivery", "0f1e2d3c-0000-4000-8000-000000000099"),
-            ("x-hub-signature-256", &signature),
-        ],
-        Some(body.as_bytes()),
-    );
+    let event = e.signed_push_event(&s.webhook_secret, "0f1e2d3c-0000-4000-8000-000000000099");
+    let signature = event["headers"]["x-hub-signature-256"]
+        .as_str()
+        .and_then(|v| v.strip_prefix("sha256="))
+        .expect("signed")
+        .to_owned();
     let inv = processes::invoke("webhook", &vars, &event).await;
     let reply = answered("webhook", &inv);
     let status = reply["statusCode"].as_u64().unwrap_or(0);
@@ -205,7 +189,7 @@ async fn every_function_at_trace_keeps_its_secrets_out_of_the_logs() {
         s.api_token.clone(),
         s.webhook_secret.clone(),
         s.db_password.clone(),
-        signature.trim_start_matches("sha256=").to_owned(),
+        signature,
         device.clone(),
         key_line(&e),
     ];
