@@ -5,7 +5,9 @@
 //! ([`crate::apigw::request`]) and is answered by `shared::ingest::handle`, the same call the
 //! function's `main` makes. The server records what it acknowledged, so tests can say which
 //! session chunk arrived how many times. `advertise_gzip(false)` makes it answer hello like a
-//! server that predates the compression capability.
+//! server that predates the compression capability, `without_hello(true)` like a server older
+//! than hello (404), and `refuse_gzip(true)` answers a gzip POST 415 like a server rolled back
+//! to a build without gzip.
 
 use std::io::Read;
 use std::net::SocketAddr;
@@ -19,7 +21,7 @@ use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use lambda_http::Body;
 use serde_json::Value;
-use shared::ingest::IngestState;
+use shared::ingest::{IngestError, IngestState};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -30,6 +32,8 @@ pub struct Seen {
     pub path: String,
     pub status: u16,
     pub gzip: bool,
+    /// The request's `Content-Type`.
+    pub content_type: Option<String>,
     /// For a POST: the (sessionId, chunk index, chunk total) items of the envelope.
     pub items: Vec<(String, u64, u64)>,
     pub mode: Option<String>,
@@ -41,6 +45,8 @@ pub struct Seen {
 struct Shared {
     ingest: IngestState,
     advertise_gzip: Arc<AtomicBool>,
+    without_hello: Arc<AtomicBool>,
+    refuse_gzip: Arc<AtomicBool>,
     seen: Arc<Mutex<Vec<Seen>>>,
 }
 
@@ -55,6 +61,8 @@ impl IngestServer {
         let shared = Shared {
             ingest,
             advertise_gzip: Arc::new(AtomicBool::new(true)),
+            without_hello: Arc::new(AtomicBool::new(false)),
+            refuse_gzip: Arc::new(AtomicBool::new(false)),
             seen: Arc::new(Mutex::new(Vec::new())),
         };
         let app = Router::new().fallback(serve).with_state(shared.clone());
@@ -72,6 +80,24 @@ impl IngestServer {
 
     pub fn advertise_gzip(&self, on: bool) {
         self.shared.advertise_gzip.store(on, Ordering::SeqCst);
+    }
+
+    /// Answer hello 404 `not_found`, as a deploy older than hello does.
+    pub fn without_hello(&self, on: bool) {
+        self.shared.without_hello.store(on, Ordering::SeqCst);
+    }
+
+    /// Answer a gzip POST 415 `unsupported_encoding`, as a build without gzip does.
+    pub fn refuse_gzip(&self, on: bool) {
+        self.shared.refuse_gzip.store(on, Ordering::SeqCst);
+    }
+
+    /// Hellos asked so far.
+    pub fn hellos(&self) -> usize {
+        self.seen()
+            .iter()
+            .filter(|s| s.path == shared::ingest::handler::HELLO_PATH)
+            .count()
     }
 
     pub fn seen(&self) -> Vec<Seen> {
@@ -124,8 +150,27 @@ async fn serve(
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let req = crate::apigw::request(method.as_str(), path, &pairs, Some(&body));
-    let resp = shared::ingest::handle(&shared.ingest, req).await;
+    let gzip = headers
+        .get("content-encoding")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("gzip"));
+    // What an older build answers instead of the handler.
+    let older = if uri.path() == shared::ingest::handler::HELLO_PATH
+        && shared.without_hello.load(Ordering::SeqCst)
+    {
+        Some(IngestError::NotFound)
+    } else if gzip && shared.refuse_gzip.load(Ordering::SeqCst) {
+        Some(IngestError::UnsupportedEncoding)
+    } else {
+        None
+    };
+    let resp = match older {
+        Some(e) => shared::ingest::handler::error_response(&e),
+        None => {
+            let req = crate::apigw::request(method.as_str(), path, &pairs, Some(&body));
+            shared::ingest::handle(&shared.ingest, req).await
+        }
+    };
     let status = resp.status();
     let mut bytes: Vec<u8> = match resp.body() {
         Body::Text(s) => s.as_bytes().to_vec(),
@@ -141,10 +186,10 @@ async fn serve(
         v["data"]["capabilities"] = serde_json::json!({});
         bytes = serde_json::to_vec(&v).unwrap_or(bytes);
     }
-    let gzip = headers
-        .get("content-encoding")
+    let content_type = headers
+        .get("content-type")
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("gzip"));
+        .map(str::to_owned);
     let (items, mode) = if method == Method::POST {
         envelope_items(&body, gzip)
     } else {
@@ -161,6 +206,7 @@ async fn serve(
             path: uri.path().to_owned(),
             status: status.as_u16(),
             gzip,
+            content_type,
             items,
             mode,
             retry_after,

@@ -1,6 +1,11 @@
 //! Time as the lane sees it: milliseconds since the Unix epoch, from a clock the app (or a test)
 //! supplies, so the schedule, the deferral window and the dead-letter ladder can be tested
 //! without waiting.
+//!
+//! Spec, "Cursors and eventual consistency" (the 5 s tick, a 30 s floor between incremental
+//! passes) and "Retries, backoff, and dead-lettering" (the 30 s deferral, the dead-letter window
+//! from 5 minutes to 24 hours): every one of those is measured on this clock, and so is a
+//! `Retry-After` date. The network's own deadline is not: a request's timeout is real time.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};

@@ -1,13 +1,23 @@
 //! The dead-letter ladder: when a set-aside session comes back.
 //!
 //! Spec, "Retries, backoff, and dead-lettering": a dead letter is not a grave. A transient one
-//! (ack timeouts, rate limits, ingestion failures, transport errors, validation) gets a timed
-//! window that starts at 5 minutes and doubles each time the same id is dead-lettered again, up
-//! to 24 hours. A deterministic one (a local serialization failure, a payload still oversize
-//! after chunking) gets no window: the timed pass never retries it, only a cold restart's
-//! re-backfill does. The set holds at most 1,000 ids, oldest evicted first; an evicted id is
-//! forgotten, not re-uploaded. The escalation counter lives in memory and starts again from
-//! the base window after a cold restart (the durable outbox is what guarantees the eventual path).
+//! (ack timeouts, rate limits, ingestion failures) gets a timed window that starts at 5 minutes
+//! and doubles each time the same id is dead-lettered again, up to 24 hours. A deterministic one
+//! (a local serialization failure, a payload still oversize after chunking) gets no window: the
+//! timed pass never retries it, only a cold restart's re-backfill does. The set holds at most
+//! 1,000 ids, oldest evicted first; an evicted id is forgotten, not re-uploaded. The escalation
+//! counter lives in memory and starts again from the base window after a cold restart (the
+//! durable outbox is what guarantees the eventual path).
+//!
+//! Validation rejections and thrown transport errors are budgeted too (3 and 5 consecutive) but
+//! the spec puts them in neither class. This client makes them transient. A transport error is
+//! the network's failure, not the payload's. A validation verdict is the server's, and it can
+//! change without the payload changing (a deploy skew, a rule relaxed or fixed server-side),
+//! which the device cannot tell from a defect of its own; the spec's deterministic class is
+//! reserved for failures the device proves locally, where "retrying the identical payload would
+//! fail identically". The doubling window bounds what a payload that is truly bad costs (one
+//! attempt a day at most), while a deterministic class would hold a good session until the app
+//! restarts, which on a desktop can be weeks.
 
 use std::collections::HashMap;
 use std::time::Duration;

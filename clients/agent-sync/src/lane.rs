@@ -3,9 +3,23 @@
 //! Spec, "Cursors and eventual consistency": the lane ticks every 5 seconds. The first run seeds
 //! the whole outbox (the backfill) and persists the cursor with it; a backfill pass then carries
 //! 3 sessions, because backfill payloads are the fat ones. In steady state an incremental pass
-//! lists the sessions updated after the cursor and sends up to 10, at most every 30 seconds. A
-//! startup discovery sweep (and an idle sweep now and then) re-selects sessions whose data
-//! revision or artifact refs changed since they were acknowledged.
+//! lists the sessions updated after the cursor and sends up to 10, at most every 30 seconds.
+//! "A session whose derived data changes — a new artifact ref, a re-parse under a new data
+//! revision — is re-selected on the next pass": every incremental pass (the first after a start
+//! is the startup discovery sweep) also compares each acknowledged session's data revision and
+//! artifact refs with the store's, so such a change goes out on the next pass even though its
+//! update time did not move. [`Settings::sweep_every`] can space that re-check out for an app
+//! whose store is too large to list whole every 30 seconds; that is a deviation from the spec
+//! (re-selection on the first pass after the interval, not the next).
+//!
+//! A session whose `updatedAt` cannot be read can be placed neither against the cursor nor in a
+//! valid envelope: it is logged with its id, counted as `serialization_failed` and set aside as a
+//! deterministic dead letter (a cold restart looks again), never dropped silently.
+//!
+//! Spec, "Compression and byte ceilings": the hello-ack is kept for the lane's life, but an
+//! answer that contradicts it (415, 413: [`crate::transport::contradicts_hello`]) makes the lane
+//! ask once more before the failure counts; when the new hello differs, the old one was at fault
+//! and the sessions retry on the next tick with their budgets untouched.
 //!
 //! Spec, "Retries, backoff, and dead-lettering": no exponential send backoff. Ack timeouts and
 //! thrown transport errors retry on the next tick; the deferring rejections hold a session 30
@@ -28,9 +42,10 @@ use crate::chunker::{self, Mode, Unsendable};
 use crate::clock::Clock;
 use crate::dead_letter::{Class, Ladder};
 use crate::outcome::{Answer, Effect, LaneEffect, Outcome, classify};
+use crate::session::SessionMeta;
 use crate::state::{Pending, State, StateError};
 use crate::store::{SessionStore, StoreError};
-use crate::transport::{HelloAck, Transport};
+use crate::transport::{HelloAck, Transport, contradicts_hello};
 
 /// The schedule (spec defaults).
 #[derive(Debug, Clone)]
@@ -41,7 +56,10 @@ pub struct Settings {
     pub backfill_pass: usize,
     /// How long a deferring rejection holds a session.
     pub defer: Duration,
-    /// How often the idle sweep re-checks revisions and artifact refs.
+    /// How often an incremental pass re-checks every acknowledged session's revision and
+    /// artifact refs. The spec's default is every pass (`incremental_every`, 30 s); lengthening
+    /// it, for a store too large to list whole that often, is a deviation: a changed session is
+    /// then re-selected on the first pass after the interval rather than on the next one.
     pub sweep_every: Duration,
     /// How long a lane parked as capability-off waits before it tries again.
     pub park_probe: Duration,
@@ -57,7 +75,7 @@ impl Default for Settings {
             incremental_pass: 10,
             backfill_pass: 3,
             defer: Duration::from_secs(30),
-            sweep_every: Duration::from_secs(15 * 60),
+            sweep_every: Duration::from_secs(30),
             park_probe: Duration::from_secs(5 * 60),
             raise_pass_sizes: false,
         }
@@ -298,39 +316,54 @@ impl<S: SessionStore> Lane<S> {
         self.pass(now, mode).await
     }
 
-    /// Seed the outbox: everything (backfill) or what changed after the cursor, plus the sweep's
-    /// re-selections when it is due.
+    /// Seed the outbox: everything (backfill) or what changed after the cursor, plus the
+    /// re-check's re-selections when it is due (every incremental pass by default).
     fn discover(&mut self, now: i64, cursor_us: Option<i64>) -> Result<(), LaneError> {
         let backfill = !self.state.backfilled()?;
         // One millisecond back: ties at the cursor are caught; unchanged acked ones are skipped.
         let after = cursor_us.and_then(|us| chrono::DateTime::from_timestamp_micros(us - 1000));
-        let listed = match self
-            .store
-            .list_updated_after(if backfill { None } else { after })
-        {
-            Ok(m) => m,
+        let recheck = !backfill && now >= self.next_sweep_ms;
+        // The re-check compares every session, so one whole listing serves both.
+        let whole = backfill || recheck;
+        let listed = match self.store.listing(if whole { None } else { after }) {
+            Ok(l) => l,
             Err(e) => {
                 tracing::warn!(error = %e, "session store listing failed; retried next pass");
                 return Ok(());
             }
         };
-        let seeded = self.state.seed(&listed, backfill)?;
+        let after_cursor: Vec<SessionMeta>;
+        let fresh = if recheck {
+            after_cursor = listed
+                .sessions
+                .iter()
+                .filter(|m| after.is_none_or(|a| m.updated_at > a))
+                .cloned()
+                .collect();
+            &after_cursor
+        } else {
+            &listed.sessions
+        };
+        let seeded = self.state.seed(fresh, backfill)?;
         if seeded > 0 {
             tracing::debug!(seeded, backfill, "outbox seeded");
         }
-        if backfill {
+        // Listed whatever the cursor; seeded once, then reported and set aside by the pass.
+        if self.state.seed_unreadable(&listed.unreadable)? > 0 {
+            tracing::debug!(
+                sessions = listed.unreadable.len(),
+                "sessions with an unreadable updatedAt"
+            );
+        }
+        if recheck {
             self.next_sweep_ms = self.at(now, self.settings.sweep_every);
-        } else if now >= self.next_sweep_ms {
-            self.next_sweep_ms = self.at(now, self.settings.sweep_every);
-            if let Ok(all) = self.store.list_updated_after(None) {
-                let changed = self.state.changed_since_ack(&all)?;
-                if !changed.is_empty() {
-                    tracing::info!(
-                        sessions = changed.len(),
-                        "re-selected: revision or refs changed"
-                    );
-                    self.state.seed(&changed, false)?;
-                }
+            let changed = self.state.changed_since_ack(&listed.sessions)?;
+            if !changed.is_empty() {
+                tracing::info!(
+                    sessions = changed.len(),
+                    "re-selected: revision or refs changed"
+                );
+                self.state.seed(&changed, false)?;
             }
         }
         Ok(())
@@ -348,6 +381,17 @@ impl<S: SessionStore> Lane<S> {
         let mut sent_rows = Vec::with_capacity(rows.len());
         for row in rows {
             match self.store.load(&row.session_id) {
+                Ok(Some(s)) if s.updated_instant().is_none() => {
+                    // The cursor cannot place it and the server would refuse it: reported and
+                    // set aside (deterministic) until it is repaired or the lane restarts.
+                    tracing::warn!(
+                        session_id = row.session_id,
+                        updated_at = s.updated_at,
+                        "updatedAt is not RFC 3339: session set aside"
+                    );
+                    self.record(Outcome::SerializationFailed, 1);
+                    self.set_aside(&row, Outcome::SerializationFailed, now)?;
+                }
                 Ok(Some(s)) => {
                     sessions.push(s);
                     sent_rows.push(row);
@@ -424,8 +468,14 @@ impl<S: SessionStore> Lane<S> {
                 .filter(|i| seen.insert(i.session_id.as_str()))
                 .filter_map(|i| row_of(&i.session_id))
                 .collect();
+            if contradicts_hello(&answer) && self.hello_changed().await {
+                // The stale hello failed, not the sessions: re-planned next tick, budgets intact.
+                self.record(outcome, rows.len());
+                report.more_due = false;
+                break;
+            }
             let retry_after = match answer {
-                Answer::Http { retry_after, .. } => retry_after,
+                Answer::Http { retry_after, .. } => retry_after.map(|r| r.delay_from(now)),
                 _ => None,
             };
             self.fail(&rows, outcome, effect, retry_after, now)?;
@@ -434,6 +484,31 @@ impl<S: SessionStore> Lane<S> {
             break;
         }
         Ok(report)
+    }
+
+    /// Ask hello again after an answer that contradicted the cached one; whether it changed.
+    /// Asked once per such answer (the pass ends either way), so a server that keeps refusing
+    /// under an unchanged hello spends the budgets as usual instead of looping here.
+    async fn hello_changed(&mut self) -> bool {
+        let before = self.hello.take();
+        match self.transport.hello().await {
+            Ok(ack) => {
+                self.hello = Some(ack);
+                let changed = before != Some(ack);
+                if changed {
+                    tracing::info!(
+                        compression = ack.compression,
+                        "the server changed since its hello-ack: asked again"
+                    );
+                }
+                changed
+            }
+            Err(answer) => {
+                // No hello kept: the next tick asks again, as at start.
+                tracing::debug!(?answer, "hello asked again and not answered");
+                false
+            }
+        }
     }
 
     fn fail(

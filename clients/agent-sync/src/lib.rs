@@ -2,6 +2,10 @@
 //! embeds to push a sanitized projection of its local AI coding sessions to syncplane's ingest
 //! endpoint, one way, without losing or duplicating a session.
 //!
+//! Spec, "Two independent lanes": this crate is the metadata lane only. It shares nothing with
+//! the transcript lane (its own ticker, queue, backoff and state), so a failure or a throttle on
+//! either never touches the other; an app runs the transcript lane beside it, not through it.
+//!
 //! - [`session`]: the local record and the projection that crosses the boundary;
 //! - [`chunker`]: envelopes within the batch size and both byte caps, chunk sequences;
 //! - [`transport`]: hello first, gzip only when advertised, a deadline below the server's;

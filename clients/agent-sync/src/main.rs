@@ -1,5 +1,13 @@
 //! `syncplane-agent`: the metadata lane as a command, reading sessions from a directory of JSON
 //! files (one session each, in the contract's camelCase shape) — for scripting and tests.
+//!
+//! Spec, "Cursors and eventual consistency": the cursor and the outbox live in a state database
+//! beside the store, so each `push` is a launch that resumes where the last one stopped (a cold
+//! restart: deterministic dead letters are looked at again). "Retries, backoff, and
+//! dead-lettering" and "Sync error codes": a push ends when everything is delivered or set aside,
+//! or when the lane stops, and the exit code says which: 0 delivered, 2 some sessions set aside
+//! (a later push retries them), 3 paused (`unauthenticated`: the token was refused), 4 parked
+//! (`feature_disabled`: the org's sync policy is off), 1 anything else (bad arguments, state).
 
 use std::path::PathBuf;
 use std::process::ExitCode;

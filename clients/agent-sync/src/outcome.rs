@@ -22,7 +22,7 @@
 //!
 //! [`classify`] and [`Outcome::effect`] are pure, so the whole table is tested at once.
 
-use std::time::Duration;
+use crate::transport::RetryAfter;
 
 /// What came back from one request, as the transport saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub enum Answer {
         status: u16,
         /// `error.code` of a failure envelope, when there is one.
         code: Option<String>,
-        retry_after: Option<Duration>,
+        retry_after: Option<RetryAfter>,
         /// The body was exactly `{"success": true, "data": {"synced": true}}`.
         exact_success: bool,
     },

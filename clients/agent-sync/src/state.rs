@@ -206,6 +206,27 @@ impl State {
         Ok(seeded)
     }
 
+    /// Sessions whose `updatedAt` cannot be read get an outbox row (update time 0, no revision)
+    /// without moving the cursor, so the pass loads each and sets it aside with its reason; an
+    /// existing row is left as it is, so a session already set aside is not reported again. The
+    /// row is incremental even in the backfill, so once repaired the session goes out with the
+    /// incremental pass that finds it. Returns how many rows are new.
+    pub fn seed_unreadable(&mut self, ids: &[String]) -> Result<usize, StateError> {
+        let tx = self.db.transaction()?;
+        let mut seeded = 0;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO outbox (session_id, updated_us, data_revision, refs_fp, mode)
+                 VALUES (?1, 0, '', '', 'incremental') ON CONFLICT (session_id) DO NOTHING",
+            )?;
+            for id in ids {
+                seeded += insert.execute(params![id])?;
+            }
+        }
+        tx.commit()?;
+        Ok(seeded)
+    }
+
     /// Sessions whose revision or artifact refs differ from what was acknowledged, and that are
     /// not already pending: re-selected (spec: derived data changed).
     pub fn changed_since_ack(&self, metas: &[SessionMeta]) -> Result<Vec<SessionMeta>, StateError> {
@@ -557,6 +578,32 @@ mod tests {
         assert_eq!(s.changed_since_ack(&[meta("a", 1, "r2")]).unwrap().len(), 1);
         assert_eq!(s.seed(&[meta("a", 1, "r2")], false).unwrap(), 1);
         assert_eq!(ids(&s.due(0, 10, false).unwrap()), ["a"]);
+    }
+
+    #[test]
+    fn an_unreadable_update_time_gets_one_row_that_leaves_the_cursor_alone() {
+        let mut s = State::in_memory("ada", "t").unwrap();
+        s.seed(&[meta("a", 5, "r")], true).unwrap();
+        let cursor = s.cursor_us().unwrap();
+        let bad = vec!["bad".to_owned()];
+        assert_eq!(s.seed_unreadable(&bad).unwrap(), 1);
+        assert_eq!(s.seed_unreadable(&bad).unwrap(), 0, "once");
+        assert_eq!(s.cursor_us().unwrap(), cursor);
+        let due = s.due(0, 10, false).unwrap();
+        assert_eq!(ids(&due), ["bad"]);
+        s.dead_letter(
+            &due[0],
+            Class::Deterministic,
+            "serialization_failed",
+            0,
+            None,
+        )
+        .unwrap();
+        assert_eq!(s.seed_unreadable(&bad).unwrap(), 0);
+        assert_eq!(s.dead_letters().unwrap().len(), 1, "still set aside");
+        // Repaired: a readable update time replaces the row and leaves the dead-letter set.
+        assert_eq!(s.seed(&[meta("bad", 9, "r")], false).unwrap(), 1);
+        assert!(s.dead_letters().unwrap().is_empty());
     }
 
     #[test]

@@ -4,6 +4,11 @@
 //! batch of full sessions at a time, releasing them before the next, so peak retained hydration
 //! is one pass, not the backlog. Two stores ship with the crate: [`MemoryStore`] (embedding
 //! tests, benchmarks) and [`JsonDirStore`] (the CLI: one JSON file per session).
+//!
+//! A session whose `updatedAt` is not RFC 3339 cannot be placed against the cursor, so it is not
+//! in a listing's sessions; [`SessionStore::listing`] names it instead, and the lane reports it
+//! and sets it aside (spec, "Retries, backoff, and dead-lettering": a payload the device cannot
+//! produce is a deterministic dead letter) rather than letting it vanish.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -28,6 +33,14 @@ pub enum StoreError {
     Unreadable { session_id: String, cause: String },
 }
 
+/// One listing: the sessions updated after the cursor, and the ones that could not be placed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    pub sessions: Vec<SessionMeta>,
+    /// Ids of sessions whose `updatedAt` cannot be read (listed whatever the cursor).
+    pub unreadable: Vec<String>,
+}
+
 /// What the lane needs of the app's store.
 pub trait SessionStore: Send {
     /// Metadata of every session updated strictly after `after` (all of them for `None`).
@@ -35,6 +48,16 @@ pub trait SessionStore: Send {
         &self,
         after: Option<DateTime<Utc>>,
     ) -> Result<Vec<SessionMeta>, StoreError>;
+
+    /// [`Self::list_updated_after`] plus the sessions whose `updatedAt` cannot be read. The lane
+    /// calls this; a store that can hold such sessions overrides it so they are reported (the
+    /// default names none, for stores whose update times are always valid).
+    fn listing(&self, after: Option<DateTime<Utc>>) -> Result<Listing, StoreError> {
+        Ok(Listing {
+            sessions: self.list_updated_after(after)?,
+            unreadable: Vec::new(),
+        })
+    }
 
     /// One full session; `None` when the store no longer has it.
     fn load(&self, session_id: &str) -> Result<Option<LocalSession>, StoreError>;
@@ -63,14 +86,23 @@ impl SessionStore for MemoryStore {
         &self,
         after: Option<DateTime<Utc>>,
     ) -> Result<Vec<SessionMeta>, StoreError> {
+        self.listing(after).map(|l| l.sessions)
+    }
+
+    fn listing(&self, after: Option<DateTime<Utc>>) -> Result<Listing, StoreError> {
         let m = self
             .0
             .lock()
             .map_err(|_| StoreError::Other("poisoned".into()))?;
-        Ok(m.values()
-            .filter_map(|s| s.meta())
-            .filter(|m| after.is_none_or(|a| m.updated_at > a))
-            .collect())
+        let mut out = Listing::default();
+        for s in m.values() {
+            match s.meta() {
+                Some(meta) if after.is_none_or(|a| meta.updated_at > a) => out.sessions.push(meta),
+                Some(_) => {}
+                None => out.unreadable.push(s.session_id.clone()),
+            }
+        }
+        Ok(out)
     }
 
     fn load(&self, session_id: &str) -> Result<Option<LocalSession>, StoreError> {
@@ -93,7 +125,9 @@ pub struct JsonDirStore {
 #[serde(rename_all = "camelCase")]
 struct MetaOnly {
     session_id: String,
-    updated_at: String,
+    /// Read as any value so a missing or mistyped one is reported, not taken for a stray file.
+    #[serde(default)]
+    updated_at: serde_json::Value,
     data_revision: String,
     #[serde(default)]
     artifact_refs: Option<Vec<ArtifactRef>>,
@@ -135,21 +169,28 @@ impl SessionStore for JsonDirStore {
         &self,
         after: Option<DateTime<Utc>>,
     ) -> Result<Vec<SessionMeta>, StoreError> {
-        let mut out = Vec::new();
+        self.listing(after).map(|l| l.sessions)
+    }
+
+    fn listing(&self, after: Option<DateTime<Utc>>) -> Result<Listing, StoreError> {
+        let mut out = Listing::default();
         for path in self.files()? {
             let Ok(m) = serde_json::from_slice::<MetaOnly>(&self.read(&path)?) else {
                 tracing::warn!(file = %path.display(), "not a session file; skipped");
                 continue;
             };
-            let Some(updated_at) = DateTime::parse_from_rfc3339(&m.updated_at)
-                .ok()
+            let Some(updated_at) = m
+                .updated_at
+                .as_str()
+                .and_then(|t| DateTime::parse_from_rfc3339(t).ok())
                 .map(|t| t.with_timezone(&Utc))
             else {
-                tracing::warn!(file = %path.display(), "updatedAt is not RFC 3339; skipped");
+                // Named, not skipped: the lane reports it and sets it aside.
+                out.unreadable.push(m.session_id);
                 continue;
             };
             if after.is_none_or(|a| updated_at > a) {
-                out.push(SessionMeta {
+                out.sessions.push(SessionMeta {
                     refs_fingerprint: refs_fingerprint(m.artifact_refs.as_deref()),
                     session_id: m.session_id,
                     updated_at,
@@ -186,5 +227,54 @@ impl SessionStore for JsonDirStore {
             }
         }
         Ok(None)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::session::tests::typical;
+
+    #[test]
+    fn a_session_whose_updated_at_cannot_be_read_is_named_by_the_listing_not_dropped() {
+        let store = MemoryStore::default();
+        store.put(typical("ok", 1));
+        let mut bad = typical("bad", 1);
+        bad.updated_at = "yesterday".into();
+        store.put(bad);
+        let after = DateTime::parse_from_rfc3339("2030-01-01T00:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        for cursor in [None, Some(after)] {
+            let l = store.listing(cursor).unwrap();
+            assert_eq!(l.unreadable, ["bad"], "whatever the cursor");
+        }
+        let all = store.listing(None).unwrap();
+        assert_eq!(all.sessions.len(), 1);
+        assert_eq!(store.list_updated_after(None).unwrap(), all.sessions);
+
+        let dir = std::env::temp_dir().join(format!("agent-store-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("ok.json"),
+            serde_json::to_vec(&typical("ok", 1)).unwrap(),
+        )
+        .unwrap();
+        for (file, updated) in [
+            ("text", serde_json::json!("yesterday")),
+            ("number", serde_json::json!(5)),
+        ] {
+            let mut v = serde_json::to_value(typical(file, 1)).unwrap();
+            v["updatedAt"] = updated;
+            std::fs::write(dir.join(format!("{file}.json")), v.to_string()).unwrap();
+        }
+        let mut missing = serde_json::to_value(typical("missing", 1)).unwrap();
+        missing.as_object_mut().unwrap().remove("updatedAt");
+        std::fs::write(dir.join("missing.json"), missing.to_string()).unwrap();
+        std::fs::write(dir.join("stray.json"), b"[1, 2]").unwrap();
+        let l = JsonDirStore::new(&dir).listing(None).unwrap();
+        assert_eq!(l.unreadable, ["missing", "number", "text"]);
+        assert_eq!(l.sessions.len(), 1);
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }

@@ -8,6 +8,14 @@
 //! client's deadline sits below the server function's ceiling (10 s), so a slow upsert that still
 //! commits meets an idempotent retry rather than duplicated work.
 //!
+//! A gzip body goes as `Content-Type: application/octet-stream`: a deployed API Gateway HTTP API
+//! hands `application/json` bodies to the function as text, where gzip bytes (not UTF-8) would
+//! not survive, while a binary type arrives base64 and intact. Plain JSON stays `application/json`.
+//!
+//! The hello-ack is kept for the lane's life, but an answer that contradicts it (415: the server
+//! no longer takes gzip; 413: its caps are tighter than advertised) makes the lane ask again
+//! ([`contradicts_hello`]). `Retry-After` is read in both of HTTP's forms ([`RetryAfter`]).
+//!
 //! Spec, "The metadata sync contract": success is exactly `{"success": true, "data": {"synced":
 //! true}}` with no continuation field; anything else is not an ack.
 
@@ -23,6 +31,60 @@ pub const HELLO_PATH: &str = "/api/agent-sessions/hello";
 pub const SYNC_PATH: &str = "/api/agent-sessions/sync";
 /// The ingest function's ceiling is 10 s; the client gives up 2 s before it.
 pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(8);
+
+/// `Content-Type` and `Content-Encoding` of a body: binary when gzipped, so API Gateway passes
+/// the bytes through base64 instead of handing them to the function as (mangled) text.
+pub fn content_headers(gzip: bool) -> (&'static str, Option<&'static str>) {
+    if gzip {
+        ("application/octet-stream", Some("gzip"))
+    } else {
+        ("application/json", None)
+    }
+}
+
+/// A `Retry-After` value: delta-seconds, or an HTTP-date (IMF-fixdate) turned into a delay
+/// against the lane's clock ([`RetryAfter::delay_from`]), since the transport has no clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryAfter {
+    Delay(Duration),
+    /// Milliseconds since the Unix epoch.
+    At(i64),
+}
+
+impl RetryAfter {
+    /// `None` for anything else: the lane then waits its default deferral.
+    pub fn parse(value: &str) -> Option<Self> {
+        let v = value.trim();
+        if let Ok(secs) = v.parse::<u64>() {
+            return Some(Self::Delay(Duration::from_secs(secs)));
+        }
+        // RFC 2822 parsing covers IMF-fixdate ("Wed, 21 Oct 2015 07:28:00 GMT").
+        chrono::DateTime::parse_from_rfc2822(v)
+            .ok()
+            .map(|t| Self::At(t.timestamp_millis()))
+    }
+
+    /// How long to wait from `now_ms`; a date in the past means no wait.
+    pub fn delay_from(self, now_ms: i64) -> Duration {
+        match self {
+            Self::Delay(d) => d,
+            Self::At(at) => Duration::from_millis(u64::try_from(at - now_ms).unwrap_or(0)),
+        }
+    }
+}
+
+/// An answer that says the cached hello-ack no longer describes the server: 415 (it does not
+/// take the encoding the hello advertised, e.g. rolled back to a build without gzip) or 413 (a
+/// body planned within the advertised caps was too large, so the caps have tightened).
+pub fn contradicts_hello(answer: &Answer) -> bool {
+    matches!(
+        answer,
+        Answer::Http {
+            status: 413 | 415,
+            ..
+        }
+    )
+}
 
 /// What the hello-ack told the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -136,13 +198,14 @@ impl Transport {
         let Some(token) = self.token.get() else {
             return Answer::NoToken;
         };
+        let (content_type, encoding) = content_headers(envelope.gzip);
         let mut req = self
             .http
             .post(format!("{}{SYNC_PATH}", self.base))
             .bearer_auth(token)
-            .header(reqwest::header::CONTENT_TYPE, "application/json");
-        if envelope.gzip {
-            req = req.header(reqwest::header::CONTENT_ENCODING, "gzip");
+            .header(reqwest::header::CONTENT_TYPE, content_type);
+        if let Some(encoding) = encoding {
+            req = req.header(reqwest::header::CONTENT_ENCODING, encoding);
         }
         match read(req.body(envelope.body.clone()).send().await).await {
             Err(a) => a,
@@ -165,15 +228,14 @@ impl Transport {
 /// Status, `Retry-After` and body, or the transport failure.
 async fn read(
     sent: Result<reqwest::Response, reqwest::Error>,
-) -> Result<(u16, Option<Duration>, Vec<u8>), Answer> {
+) -> Result<(u16, Option<RetryAfter>, Vec<u8>), Answer> {
     let resp = sent.map_err(thrown)?;
     let status = resp.status().as_u16();
     let retry_after = resp
         .headers()
         .get(reqwest::header::RETRY_AFTER)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs);
+        .and_then(RetryAfter::parse);
     let body = resp.bytes().await.map_err(thrown)?;
     Ok((status, retry_after, body.to_vec()))
 }
@@ -188,7 +250,7 @@ fn thrown(e: reqwest::Error) -> Answer {
     }
 }
 
-fn failure(status: u16, retry_after: Option<Duration>, body: &[u8]) -> Answer {
+fn failure(status: u16, retry_after: Option<RetryAfter>, body: &[u8]) -> Answer {
     let code = serde_json::from_slice::<Value>(body)
         .ok()
         .and_then(|v| v.get("error")?.get("code")?.as_str().map(str::to_owned));
@@ -282,6 +344,58 @@ mod tests {
             parse_hello(br#"{"success":true,"data":{"schemaVersion":3}}"#),
             None
         );
+    }
+
+    #[test]
+    fn a_gzip_body_is_labelled_binary_and_plain_json_as_json() {
+        assert_eq!(
+            content_headers(true),
+            ("application/octet-stream", Some("gzip"))
+        );
+        assert_eq!(content_headers(false), ("application/json", None));
+    }
+
+    #[test]
+    fn retry_after_is_read_as_delta_seconds_or_an_http_date_against_the_lanes_clock() {
+        let now = chrono::DateTime::parse_from_rfc3339("2015-10-21T07:27:00Z")
+            .unwrap()
+            .timestamp_millis();
+        let secs = RetryAfter::parse(" 120 ").unwrap();
+        assert_eq!(secs, RetryAfter::Delay(Duration::from_secs(120)));
+        assert_eq!(secs.delay_from(now), Duration::from_secs(120));
+        let date = RetryAfter::parse("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
+        assert_eq!(date.delay_from(now), Duration::from_secs(60));
+        assert_eq!(
+            date.delay_from(now + 61_000),
+            Duration::ZERO,
+            "a past date means no wait"
+        );
+        for junk in [
+            "",
+            "soon",
+            "-5",
+            "1.5",
+            "21 Oct 2015",
+            "Wed, 32 Oct 2015 07:28:00 GMT",
+        ] {
+            assert_eq!(RetryAfter::parse(junk), None, "{junk:?}");
+        }
+    }
+
+    #[test]
+    fn only_413_and_415_contradict_the_hello() {
+        let http = |status| Answer::Http {
+            status,
+            code: None,
+            retry_after: None,
+            exact_success: false,
+        };
+        assert!(contradicts_hello(&http(415)));
+        assert!(contradicts_hello(&http(413)));
+        for status in [400, 404, 409, 429, 500] {
+            assert!(!contradicts_hello(&http(status)), "{status}");
+        }
+        assert!(!contradicts_hello(&Answer::ConnectionDropped));
     }
 
     #[test]

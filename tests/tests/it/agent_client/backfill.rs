@@ -1,6 +1,7 @@
 //! Backfill and steady state: every session arrives exactly once, equal to the source, with
 //! gzip when the server advertises it and plain JSON when it does not; a large session as a
-//! chunk sequence; the spec's pass sizes and re-selection.
+//! chunk sequence; the spec's pass sizes, and re-selection on the next pass of a session whose
+//! data revision or artifact refs changed without a new update time.
 
 use std::time::Duration;
 
@@ -28,6 +29,19 @@ async fn backfill_arrives_exactly_once(advertise_gzip: bool) {
     assert!(
         posts.iter().all(|p| p.gzip == advertise_gzip),
         "Content-Encoding follows the hello-ack"
+    );
+    // A gzip body is binary to API Gateway (passed through base64), plain JSON stays JSON.
+    let content_type = if advertise_gzip {
+        "application/octet-stream"
+    } else {
+        "application/json"
+    };
+    assert!(
+        posts
+            .iter()
+            .all(|p| p.content_type.as_deref() == Some(content_type)),
+        "{:?}",
+        posts.first().map(|p| &p.content_type)
     );
     assert!(posts.iter().all(|p| p.status == 200));
     // The spec's backfill pass: 3 sessions.
@@ -84,7 +98,8 @@ async fn a_session_of_50000_events_arrives_as_a_chunk_sequence_and_commits() {
 }
 
 #[tokio::test]
-async fn incremental_passes_carry_10_at_most_every_30_s_and_changed_revisions_are_reselected() {
+async fn incremental_passes_carry_10_at_most_every_30_s_and_a_changed_revision_is_reselected_on_the_next_pass()
+ {
     let env = env().await;
     let store = store_of((0..3).map(|i| session(&format!("old{i}"), i, "r1", 2)));
     let url = env.server.url();
@@ -118,15 +133,73 @@ async fn incremental_passes_carry_10_at_most_every_30_s_and_changed_revisions_ar
         "30 s after the last pass"
     );
     b.drain(40).await;
-    // A re-parse under a new data revision, same update time: re-selected by the sweep.
+    // A re-parse under a new data revision, same update time: re-selected on the next pass.
     let reparsed = session("old1", 1, "r2", 5);
     assert_eq!(reparsed.updated_at, session("old1", 1, "r1", 2).updated_at);
     store.put(reparsed);
-    b.clock.advance(Duration::from_secs(16 * 60));
-    b.drain(20).await;
+    let before = env.server.posts().len();
+    b.clock.advance(Duration::from_secs(30));
+    b.lane.tick().await.unwrap();
+    let next: Vec<_> = env.server.posts()[before..].to_vec();
+    assert_eq!(next.len(), 1, "the next incremental pass");
+    assert_eq!(next[0].items, [("old1".to_owned(), 0, 1)]);
+    assert_eq!(next[0].status, 200);
     let (committed, _, count) = stored(&env, "old1").await.unwrap();
     assert_eq!(committed.as_deref(), Some("r2"));
     assert_eq!(count, 5);
+    assert!(b.lane.drained().unwrap());
+}
+
+async fn stored_refs(env: &Env, id: &str) -> serde_json::Value {
+    sqlx::query_scalar(
+        "SELECT payload->'artifactRefs' FROM agent_sessions
+          WHERE compute_target_id = $1 AND session_id = $2",
+    )
+    .bind(TARGET)
+    .bind(id)
+    .fetch_one(&env.db.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_session_given_a_new_artifact_ref_is_reselected_on_the_next_pass_with_its_refs() {
+    let env = env().await;
+    let sessions: Vec<_> = (0..3)
+        .map(|i| session(&format!("s{i}"), i, "r1", 2))
+        .collect();
+    let store = store_of(sessions.clone());
+    let url = env.server.url();
+    let mut b = lane(&env, store.clone(), &url, Settings::default());
+    b.drain(5).await;
+    // The first incremental pass finds nothing new.
+    b.clock.advance(TICK);
+    b.lane.tick().await.unwrap();
+    let before = env.server.posts().len();
+    // Only the refs change: same update time, same data revision.
+    let mut linked = sessions[1].clone();
+    linked.artifact_refs.get_or_insert_with(Vec::new).push(
+        serde_json::from_value(serde_json::json!({"kind": "commit", "ref": "abc123"})).unwrap(),
+    );
+    store.put(linked.clone());
+    for _ in 0..5 {
+        b.clock.advance(TICK);
+        b.lane.tick().await.unwrap();
+    }
+    assert_eq!(env.server.posts().len(), before, "inside the 30 s window");
+    b.clock.advance(TICK);
+    b.lane.tick().await.unwrap();
+    let next: Vec<_> = env.server.posts()[before..].to_vec();
+    assert_eq!(next.len(), 1, "the next incremental pass");
+    assert_eq!(next[0].items, [("s1".to_owned(), 0, 1)]);
+    assert_eq!(next[0].mode.as_deref(), Some("incremental"));
+    assert_eq!(
+        stored_refs(&env, "s1").await,
+        serde_json::to_value(&linked.artifact_refs).unwrap()
+    );
+    // Acknowledged with the new refs: not sent again.
+    b.ticks(12).await;
+    assert_eq!(env.server.posts().len(), before + 1);
 }
 
 #[tokio::test]

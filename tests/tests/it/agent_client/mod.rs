@@ -1,9 +1,13 @@
 //! The desktop agent client (`clients/agent-sync`, issue 14) end to end against the real ingest
 //! handler served on loopback, with real Postgres: delivery exactly once, chunk sequences, the
-//! schedule, the refusals that pause, park or wait, a faulty network, and a crash.
+//! schedule, the refusals that pause, park or wait, dead letters and how each class comes back,
+//! deploy skew, a faulty network, a crash, and the CLI's exit codes.
 
 mod backfill;
+mod cli;
 mod crash;
+mod dead_letters;
 mod faults;
 mod refusals;
+mod skew;
 pub mod support;
