@@ -47,6 +47,9 @@ use crate::state::{Pending, State, StateError};
 use crate::store::{SessionStore, StoreError};
 use crate::transport::{HelloAck, Transport, contradicts_hello};
 
+/// How often a refusal may be put down to a hello that changed (not counted against budgets).
+const HELLO_FORGIVE_EVERY_MS: i64 = 5 * 60 * 1000;
+
 /// The schedule (spec defaults).
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -148,6 +151,8 @@ pub struct Lane<S: SessionStore> {
     quiet_until_ms: i64,
     next_incremental_ms: i64,
     next_sweep_ms: i64,
+    /// When a refusal was last put down to a changed hello rather than to the sessions.
+    hello_forgiven_ms: i64,
     counts: BTreeMap<Outcome, u64>,
     observer: Option<Box<dyn Observer>>,
 }
@@ -179,6 +184,7 @@ impl<S: SessionStore> Lane<S> {
             quiet_until_ms: i64::MIN,
             next_incremental_ms: i64::MIN,
             next_sweep_ms: i64::MIN,
+            hello_forgiven_ms: i64::MIN,
             counts: BTreeMap::new(),
             observer: None,
         })
@@ -259,7 +265,9 @@ impl<S: SessionStore> Lane<S> {
     }
 
     fn at(&self, now: i64, d: Duration) -> i64 {
-        now.saturating_add(d.as_millis() as i64)
+        // Saturating: a server's `Retry-After` can be any number, and a wrapped cast would mean
+        // no wait at all.
+        now.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
     }
 
     /// One tick: hello if needed, discovery, the timed recovery pass, and at most one pass.
@@ -468,8 +476,14 @@ impl<S: SessionStore> Lane<S> {
                 .filter(|i| seen.insert(i.session_id.as_str()))
                 .filter_map(|i| row_of(&i.session_id))
                 .collect();
-            if contradicts_hello(&answer) && self.hello_changed().await {
+            if contradicts_hello(&answer)
+                && self.hello_changed().await
+                && now.saturating_sub(self.hello_forgiven_ms) >= HELLO_FORGIVE_EVERY_MS
+            {
                 // The stale hello failed, not the sessions: re-planned next tick, budgets intact.
+                // At most once per window: servers of two builds answering in turn (a rollout)
+                // would otherwise change the hello at every answer and no budget would ever run.
+                self.hello_forgiven_ms = now;
                 self.record(outcome, rows.len());
                 report.more_due = false;
                 break;

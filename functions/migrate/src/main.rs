@@ -18,8 +18,8 @@ async fn main() -> Result<(), Error> {
         .build()?;
     run(service_fn(move |event: LambdaEvent<Value>| async move {
         let answer_by = invoke::answer_by(event.context.deadline());
-        let migrate = |lock_until| async move {
-            shared::schema::migrate_summary(shared::config::from_env_resolved().await, lock_until)
+        let migrate = |finish_by| async move {
+            shared::schema::migrate_summary(shared::config::from_env_resolved().await, finish_by)
                 .await
         };
         Ok::<Value, Error>(invoke::handle(event.payload, http, answer_by, migrate).await?)

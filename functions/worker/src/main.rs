@@ -1,7 +1,7 @@
 //! Thin Lambda entry point for the worker (SQS event source with `ReportBatchItemFailures`):
 //! logging, configuration, the tenants and the jobs adapter built once, then per batch the schema
 //! check (`shared::schema::JobsSchema::worker_batch`: a tenant whose database is behind this build
-//! has its messages left on the queue, named for redelivery, with one log line) and
+//! has its jobs put back on the queue with a delay, unrun, with one log line) and
 //! `shared::jobs::worker::Worker::handle`.
 
 use std::sync::Arc;
@@ -33,7 +33,9 @@ async fn main() -> Result<(), Error> {
     let tenants = &tenants;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
         let response = schema
-            .worker_batch(tenants, event.payload, |batch| worker.handle(batch))
+            .worker_batch(tenants, event.payload, worker.queue(), |batch| {
+                worker.handle(batch)
+            })
             .await;
         Ok::<SqsBatchResponse, Error>(response)
     }))

@@ -21,6 +21,7 @@ use futures::StreamExt;
 
 use crate::jobs::adapter::JobsAdapter;
 use crate::jobs::fan_out::fan_out_full;
+use crate::jobs::sqs::SqsAdapter;
 use crate::jobs::{Job, JobError, JobOutcome, Tenants, pause, run};
 
 /// Jobs of one batch run at once: each sync holds a lock connection and a working connection,
@@ -245,6 +246,14 @@ impl Worker {
             .github
             .as_ref()?;
         i64::try_from(github.installation_id).ok()
+    }
+
+    /// The queue follow-up jobs go to, when jobs are queued.
+    pub fn queue(&self) -> Option<&SqsAdapter> {
+        match &self.jobs {
+            JobsAdapter::Sqs(queue) => Some(queue),
+            JobsAdapter::Inline(_) => None,
+        }
     }
 
     /// Send the job back with a delay; without a queue (inline), have it redelivered instead.

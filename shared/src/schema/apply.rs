@@ -6,6 +6,8 @@
 //! `syncplane migrate` left hanging) must not keep the migrate function waiting past its own
 //! timeout, which would leave CloudFormation without an answer and the stack waiting with it.
 //! Past the deadline the run fails with [`MigrationError::LockBusy`], naming the holder's session.
+//! The migrate function also gives the migrations a deadline to finish by: one still running then
+//! has its session ended ([`MigrationError::OutOfTime`]), so nothing is left holding locks.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -13,7 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::{Value, json};
 use sqlx::migrate::{MigrateError, Migrator};
-use sqlx::{PgConnection, PgPool};
+use sqlx::{ConnectOptions, Connection, PgConnection, PgPool};
 use tokio::time::Instant;
 
 use crate::config::{Config, ConfigError};
@@ -43,8 +45,8 @@ pub struct Migrated {
 }
 
 /// How long `syncplane migrate` ([`migrate_locked`]) waits for a migration already running
-/// elsewhere (a deploy's) before giving up. The migrate function waits instead until shortly
-/// before its invocation's deadline (`invoke::answer_by`).
+/// elsewhere (a deploy's) before giving up. The migrate function waits instead until
+/// [`MIGRATE_ROOM`] before the migrations must be done (`invoke::finish_by`).
 pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(60);
 /// The first pause between two tries of the lock; it doubles up to [`LOCK_POLL_MAX`].
 const LOCK_POLL_MIN: Duration = Duration::from_millis(100);
@@ -66,6 +68,18 @@ pub enum MigrationError {
         waited: Duration,
         /// The backend pid of the session holding the lock, when the database says.
         holder: Option<i32>,
+    },
+    /// The migrations did not finish by the deadline; their session was ended from another
+    /// one, so the server rolled back its transaction and freed its locks.
+    #[error(
+        "the migrations did not finish within the {}s left before the deadline; their database \
+         session was ended, so an unfinished migration rolled back and the schema lock is free: \
+         run `syncplane migrate` from a machine that reaches the database, then deploy again",
+        ran.as_secs()
+    )]
+    OutOfTime {
+        /// How long they ran.
+        ran: Duration,
     },
     /// The migrations themselves failed (or the database did).
     #[error(transparent)]
@@ -89,9 +103,52 @@ pub async fn migrate_locked_until(
     pool: &PgPool,
     lock_until: Instant,
 ) -> Result<Migrated, MigrationError> {
+    migrate_locked_by(pool, lock_until, None).await
+}
+
+/// Time kept for applying the migrations once the lock is taken, when they must be done by a
+/// deadline: the lock is waited for until this long before it (or half the time left, if less).
+pub const MIGRATE_ROOM: Duration = Duration::from_secs(60);
+
+/// Until when a run that must finish by `finish_by` waits for the schema lock.
+pub fn lock_deadline(finish_by: Instant) -> Instant {
+    let now = Instant::now();
+    let left = finish_by.saturating_duration_since(now);
+    now + left.saturating_sub(MIGRATE_ROOM.min(left / 2))
+}
+
+/// Waiting for the lock until `lock_until`, and, given `finish_by`, done by then: a migration
+/// still running at `finish_by` has its session ended from another connection
+/// ([`MigrationError::OutOfTime`]). Merely dropping it would not do: the pool keeps a dropped
+/// connection (its open transaction, its DDL locks, the schema lock) until a background task
+/// tidies it, and a Lambda environment is frozen once it has answered.
+pub async fn migrate_locked_by(
+    pool: &PgPool,
+    lock_until: Instant,
+    finish_by: Option<Instant>,
+) -> Result<Migrated, MigrationError> {
     let mut conn = pool.acquire().await?;
     lock_until_deadline(&mut conn, lock_until).await?;
-    let result = migrate_on(&mut conn).await;
+    let result = match finish_by {
+        None => migrate_on(&mut conn).await,
+        Some(finish_by) => {
+            let pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+                .fetch_one(&mut *conn)
+                .await?;
+            let started = Instant::now();
+            match tokio::time::timeout_at(finish_by, migrate_on(&mut conn)).await {
+                Ok(result) => result,
+                Err(_) => {
+                    end_session(pool, pid).await;
+                    // Its server side is gone: never back into the pool.
+                    drop(conn.detach());
+                    return Err(MigrationError::OutOfTime {
+                        ran: started.elapsed(),
+                    });
+                }
+            }
+        }
+    };
     // Always released, even after a failed migration (the session may live on in the pool).
     let unlocked = sqlx::query("SELECT pg_advisory_unlock($1)")
         .bind(migrate_lock_key())
@@ -102,6 +159,33 @@ pub async fn migrate_locked_until(
         conn.detach();
     }
     Ok(result?)
+}
+
+/// End the backend `pid` from a connection of its own (the pool may allow only one), so the
+/// server rolls back its transaction and frees its locks; logged when it cannot.
+async fn end_session(pool: &PgPool, pid: i32) {
+    let ended = async {
+        let mut other = pool.connect_options().connect().await?;
+        let ended: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+            .bind(pid)
+            .fetch_one(&mut other)
+            .await?;
+        other.close().await?;
+        Ok::<bool, sqlx::Error>(ended)
+    };
+    match tokio::time::timeout(Duration::from_secs(5), ended).await {
+        Ok(Ok(true)) => tracing::warn!(pid, "migration out of time: its session was ended"),
+        Ok(Ok(false)) => {
+            tracing::warn!(pid, "migration out of time: its session had already ended")
+        }
+        Ok(Err(e)) => {
+            tracing::error!(pid, error = %e, "migration out of time and its session could not be ended; end it with pg_terminate_backend")
+        }
+        Err(_) => tracing::error!(
+            pid,
+            "migration out of time and ending its session timed out; end it with pg_terminate_backend"
+        ),
+    }
 }
 
 /// Take the session lock on `conn`, trying until `until`.
@@ -184,22 +268,22 @@ pub async fn applied_versions(conn: &mut PgConnection) -> Result<BTreeSet<i64>, 
     Ok(versions.into_iter().collect())
 }
 
-/// Migrate every configured tenant's database, in order, each waiting for the schema lock at
-/// most until `lock_until`; the first failure stops and is returned as one line naming the tenant
-/// (no connection string, no secret).
+/// Migrate every configured tenant's database, in order, all done by `finish_by` (each waits
+/// for the schema lock until [`lock_deadline`] of it); the first failure stops and is returned as
+/// one line naming the tenant (no connection string, no secret).
 pub async fn migrate_tenants(
     config: &Config,
-    lock_until: Instant,
+    finish_by: Instant,
 ) -> Result<Vec<(String, Migrated)>, String> {
     let mut done = Vec::with_capacity(config.tenants.len());
     for tenant in &config.tenants {
         let pool = db::connect_tenant(tenant, 1)
             .await
             .map_err(|e| format!("tenant {}: {e}", tenant.id))?;
-        let migrated = migrate_locked_until(&pool, lock_until).await;
+        let migrated = migrate_locked_by(&pool, lock_deadline(finish_by), Some(finish_by)).await;
         pool.close().await;
         let migrated = migrated.map_err(|e| match e {
-            MigrationError::LockBusy { .. } => {
+            MigrationError::LockBusy { .. } | MigrationError::OutOfTime { .. } => {
                 format!("tenant {}: {}", tenant.id, one_line(&e.to_string()))
             }
             MigrationError::Migrate(e) => format!(
@@ -223,10 +307,10 @@ pub async fn migrate_tenants(
 /// resource's `Data`); a configuration error is a failure like any other.
 pub async fn migrate_summary(
     config: Result<Config, ConfigError>,
-    lock_until: Instant,
+    finish_by: Instant,
 ) -> Result<Value, String> {
     let config = config.map_err(|e| e.to_string())?;
-    let done = migrate_tenants(&config, lock_until).await?;
+    let done = migrate_tenants(&config, finish_by).await?;
     let version = done.iter().map(|(_, m)| m.version).max().unwrap_or(0);
     let tenants: BTreeMap<String, Migrated> = done.into_iter().collect();
     Ok(json!({ "version": version, "tenants": tenants }))

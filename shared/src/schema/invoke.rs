@@ -27,9 +27,9 @@ pub const DELIVERY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Kept back from the invocation's deadline for the answer: [`deliver`]'s three tries of at
 /// most [`DELIVERY_TIMEOUT`] and its pauses between them (1.5 s), with room to spare.
 pub const ANSWER_MARGIN: Duration = Duration::from_secs(20);
-/// The schema lock is given up this long before [`answer_by`], so a lock never freed is answered
-/// with its own reason rather than as a migration out of time.
-const LOCK_MARGIN: Duration = Duration::from_secs(2);
+/// The migrations must be done this long before [`answer_by`]: time to end the session of one
+/// that is not (`apply::migrate_locked_by`) and to answer with its own reason.
+const FINISH_MARGIN: Duration = Duration::from_secs(3);
 
 /// When the migration must have finished for the answer to reach CloudFormation in time: the
 /// invocation's deadline (the Lambda context's) less [`ANSWER_MARGIN`], and never in the past.
@@ -40,12 +40,13 @@ pub fn answer_by(deadline: SystemTime) -> Instant {
     Instant::now() + left.saturating_sub(ANSWER_MARGIN)
 }
 
-/// Until when the migration waits for the schema lock, given [`answer_by`].
-pub fn lock_until(answer_by: Instant) -> Instant {
+/// By when the migrations must be done, given [`answer_by`] (the instant the migrate closure is
+/// given; it waits for the schema lock until `apply::lock_deadline` of it).
+pub fn finish_by(answer_by: Instant) -> Instant {
     let now = Instant::now();
     let left = answer_by.saturating_duration_since(now);
-    // A short deadline still leaves half of it for the lock.
-    now + left.saturating_sub(LOCK_MARGIN.min(left / 2))
+    // A short deadline still leaves half of it for the migration.
+    now + left.saturating_sub(FINISH_MARGIN.min(left / 2))
 }
 
 /// What the migrate function was asked.
@@ -116,8 +117,8 @@ pub fn parse(event: Value) -> Result<Invocation, InvokeError> {
     }
 }
 
-/// Handle one event: `migrate` applies the migrations, waiting for the schema lock until the
-/// instant it is given, and returns a JSON summary or one line. It must be done by `answer_by`
+/// Handle one event: `migrate` applies the migrations, done by the instant it is given
+/// ([`finish_by`]), and returns a JSON summary or one line. It must be done by `answer_by`
 /// ([`answer_by`] of the invocation's deadline), or it is abandoned and answered as failed.
 pub async fn handle<M, Fut>(
     event: Value,
@@ -150,7 +151,9 @@ where
     let started = Instant::now();
     // Boxed: the migration's future is deep (configuration, secrets, Postgres), too deep to
     // nest inline in the runtime's own.
-    let run = Box::pin(migrate(lock_until(answer_by)));
+    // The migration ends its own work by `finish_by`; this bound is the backstop for the rest
+    // (configuration, secrets, connecting).
+    let run = Box::pin(migrate(finish_by(answer_by)));
     match tokio::time::timeout_at(answer_by, run).await {
         Ok(outcome) => outcome,
         Err(_) => Err(format!(

@@ -5,9 +5,12 @@
 //!
 //! Per tenant (each has its own database), with one [`SchemaGuard`] each kept for the execution
 //! environment, so a current schema costs nothing after its first check:
-//! - the worker ([`JobsSchema::worker_batch`]) leaves a behind tenant's messages untouched and
-//!   names every one of them in `batchItemFailures`: SQS redelivers them after the visibility
-//!   timeout, by when the migration has usually run; the other tenants' messages run as usual;
+//! - the worker ([`JobsSchema::worker_batch`]) runs none of a behind tenant's messages: it sends
+//!   each job back to the queue with a [`HELD_DELAY`] delay (a new message, so holding back
+//!   never counts towards the queue's `maxReceiveCount` and drifts to the dead-letter queue, and
+//!   the jobs resume minutes after the migration, not after the 90-minute visibility timeout);
+//!   a job it cannot requeue (no queue, a send that fails) is named in `batchItemFailures`
+//!   instead, for redelivery. The other tenants' messages run as usual;
 //! - the tick ([`JobsSchema::hold_back`]) skips a behind tenant (no job is submitted for it) and
 //!   then fails the invocation ([`TenantsBehind`]), so the function's error count shows it.
 //!
@@ -25,11 +28,15 @@ use sqlx::{ConnectOptions, PgPool};
 
 use super::check::{DEFAULT_RECHECK, SchemaBehind, SchemaGuard, behind, behind_on};
 use crate::config::{Config, TenantConfig};
+use crate::jobs::sqs::SqsAdapter;
 use crate::jobs::{Job, Tenants};
 
 /// What brings the schema up to date, as every schema-behind message says it.
 pub const REMEDY: &str = "run the migrate function (sam deploy runs it; by hand: aws lambda \
                           invoke with {\"action\":\"migrate\"}) or `syncplane migrate`";
+
+/// How long a held-back job waits on the queue before the worker looks at it again.
+pub const HELD_DELAY: Duration = Duration::from_secs(120);
 
 /// The function doing the check, for its log line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -112,6 +119,7 @@ impl JobsSchema {
         &self,
         tenants: &Tenants,
         mut event: SqsEvent,
+        requeue: Option<&SqsAdapter>,
         run: F,
     ) -> SqsBatchResponse
     where
@@ -156,6 +164,9 @@ impl JobsSchema {
         for (tenant, messages) in held {
             self.log_behind(tenant, &behind[tenant], messages.len());
             for message in messages {
+                if requeued(requeue, &message, tenant).await {
+                    continue;
+                }
                 match message.message_id.filter(|id| !id.is_empty()) {
                     Some(id) => {
                         let mut failure = BatchItemFailure::default();
@@ -204,8 +215,9 @@ impl JobsSchema {
     fn log_behind(&self, tenant: &str, b: &SchemaBehind, messages: usize) {
         let what = match self.function {
             JobsFunction::Worker => format!(
-                "the worker leaves this batch's {messages} message(s) of the tenant untouched \
-                 on the queue, for redelivery"
+                "the worker runs none of this batch's {messages} message(s) of the tenant and \
+                 puts them back on the queue for {}s",
+                HELD_DELAY.as_secs()
             ),
             JobsFunction::Tick => {
                 "the tick submits no job for the tenant and fails until then".to_owned()
@@ -220,6 +232,26 @@ impl JobsSchema {
             b.database,
             b.build,
         );
+    }
+}
+
+/// Whether a held-back message's job went back on the queue with [`HELD_DELAY`] (then the
+/// message itself is done with and deleted).
+async fn requeued(queue: Option<&SqsAdapter>, message: &SqsMessage, tenant: &str) -> bool {
+    let Some(queue) = queue else { return false };
+    let Some(job) = message
+        .body
+        .as_deref()
+        .and_then(|b| serde_json::from_str::<Job>(b).ok())
+    else {
+        return false;
+    };
+    match queue.send(&job, Some(HELD_DELAY)).await {
+        Ok(_) => true,
+        Err(e) => {
+            tracing::warn!(tenant, error = %e, "could not requeue a held-back job; it is left for redelivery");
+            false
+        }
     }
 }
 

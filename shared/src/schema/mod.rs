@@ -11,8 +11,8 @@ pub mod invoke;
 pub mod jobs;
 
 pub use apply::{
-    DEFAULT_LOCK_WAIT, Migrated, MigrationError, migrate_locked, migrate_locked_until,
-    migrate_summary, migrate_tenants,
+    DEFAULT_LOCK_WAIT, MIGRATE_ROOM, Migrated, MigrationError, lock_deadline, migrate_locked,
+    migrate_locked_by, migrate_locked_until, migrate_summary, migrate_tenants,
 };
 pub use check::{SchemaBehind, SchemaGuard};
 pub use jobs::{JobsFunction, JobsSchema, TenantsBehind};

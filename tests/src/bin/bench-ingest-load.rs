@@ -369,7 +369,7 @@ async fn run_client(mut client: Client, url: String, until: Instant) -> ClientRe
         let sent = http
             .post(&endpoint)
             .header("authorization", &auth)
-            .header("content-type", "application/json")
+            .header("content-type", "application/octet-stream")
             .header("content-encoding", "gzip")
             .body(body.gzip.clone())
             .send()

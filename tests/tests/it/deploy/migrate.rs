@@ -19,7 +19,8 @@ use shared::config::{Config, ConfigError};
 use shared::schema::apply::migrate_lock_key;
 use shared::schema::invoke::{self, InvokeError, PHYSICAL_RESOURCE_ID};
 use shared::schema::{
-    MigrationError, SchemaGuard, migrate_locked, migrate_locked_until, migrate_summary,
+    MigrationError, SchemaGuard, migrate_locked, migrate_locked_by, migrate_locked_until,
+    migrate_summary,
 };
 use sqlx::{Connection, PgConnection};
 use syncplane_tests::apigw::reply;
@@ -380,6 +381,56 @@ async fn a_schema_lock_held_elsewhere_is_answered_failed_with_the_reason_before_
         started.elapsed() >= Duration::from_millis(700),
         "it waited for the holder"
     );
+    assert_eq!(applied_count(&db).await, embedded());
+}
+
+#[tokio::test]
+async fn a_migration_still_running_at_its_deadline_has_its_session_ended_and_leaves_no_lock() {
+    let db = TestDb::new().await;
+    // Another session holds the bookkeeping table, so the migration's first query waits on the
+    // server: a statement in flight when the deadline comes.
+    let mut blocker = PgConnection::connect(db.url().expose()).await.unwrap();
+    sqlx::query("BEGIN").execute(&mut blocker).await.unwrap();
+    sqlx::query("LOCK TABLE _sqlx_migrations IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut blocker)
+        .await
+        .unwrap();
+
+    let started = Instant::now();
+    let finish_by = started + Duration::from_millis(1500);
+    let err = migrate_locked_by(&db.pool, started + Duration::from_secs(1), Some(finish_by))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, MigrationError::OutOfTime { .. }), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "answered promptly: {:?}",
+        started.elapsed()
+    );
+    let message = err.to_string();
+    assert!(message.contains("session was ended"), "{message}");
+
+    // Its session is gone from the server: nothing waits on the table, the schema lock is free.
+    let waiting: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_stat_activity \
+         WHERE datname = current_database() AND wait_event_type = 'Lock'",
+    )
+    .fetch_one(&mut blocker)
+    .await
+    .unwrap();
+    assert_eq!(waiting, 0, "the migration's session no longer waits");
+    let mut other = PgConnection::connect(db.url().expose()).await.unwrap();
+    let free: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
+        .bind(migrate_lock_key())
+        .fetch_one(&mut other)
+        .await
+        .unwrap();
+    assert!(free, "nobody holds the schema lock");
+    other.close().await.unwrap();
+
+    // Once the table is free the same pool migrates (its ended connection was not reused).
+    sqlx::query("ROLLBACK").execute(&mut blocker).await.unwrap();
+    migrate_locked(&db.pool).await.unwrap();
     assert_eq!(applied_count(&db).await, embedded());
 }
 

@@ -219,6 +219,11 @@ fn tick_runs_every_minute() {
         expr
     };
     assert_eq!(expr, "rate(1 minute)");
+    // A failed tick is not invoked again by Lambda's async retries: the next minute's comes.
+    assert_eq!(
+        tick["Properties"]["EventInvokeConfig"]["MaximumRetryAttempts"].as_i64(),
+        Some(0)
+    );
 }
 
 #[test]
@@ -519,6 +524,15 @@ fn a_new_database_is_migrated_too_and_a_silent_migrate_function_fails_the_deploy
                 description.contains("WITHOUT the password"),
                 "{description}"
             );
+            // And the template refuses one at deploy time: user@host only, never user:pw@host.
+            // CloudFormation matches an AllowedPattern against the whole value.
+            let full = format!("^(?:{})$", param["AllowedPattern"].as_str().unwrap());
+            let re = regex_lite::Regex::new(&full).unwrap();
+            let pattern = |v: &str| re.is_match(v);
+            assert!(pattern("postgres://syncplane@db.internal:5432/syncplane"));
+            assert!(!pattern(
+                "postgres://syncplane:s3cret@db.internal:5432/syncplane"
+            ));
         } else {
             assert!(
                 param["AllowedPattern"]

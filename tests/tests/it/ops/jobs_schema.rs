@@ -1,7 +1,8 @@
 //! Issue 13, "functions that find the schema behind their build say so in one clear log line",
 //! for the functions that run jobs: on a database the migrations have not reached, the worker
-//! leaves every message of the batch on the queue (each named in `batchItemFailures`, so none is
-//! lost nor deleted) and the tick submits nothing and fails, each saying so in one log line that
+//! runs none of the tenant's messages (with a queue it sends each job back delayed, so holding
+//! back never spends the messages' receives; without one it names each in `batchItemFailures`),
+//! so none is lost, and the tick submits nothing and fails, each saying so in one log line that
 //! names the version found, the version needed and the remedy, instead of jobs failing on
 //! "relation ... does not exist" until they reach the dead-letter queue. Real Postgres; the real
 //! binaries with the events/ samples, and the handlers in-process for the multi-tenant cases.
@@ -207,7 +208,9 @@ async fn only_the_tenant_behind_is_held_back_and_it_runs_once_migrated() {
         ran.lock().unwrap().extend(ids(&b.records));
         worker.handle(b)
     };
-    let reply = schema.worker_batch(&tenants, batch.clone(), run).await;
+    let reply = schema
+        .worker_batch(&tenants, batch.clone(), None, run)
+        .await;
     let failed: BTreeSet<String> = reply
         .batch_item_failures
         .iter()
@@ -228,9 +231,40 @@ async fn only_the_tenant_behind_is_held_back_and_it_runs_once_migrated() {
         ran.lock().unwrap().extend(ids(&b.records));
         std::future::ready(Default::default())
     };
-    let reply = schema.worker_batch(&tenants, batch.clone(), run).await;
+    let reply = schema
+        .worker_batch(&tenants, batch.clone(), None, run)
+        .await;
     assert!(reply.batch_item_failures.is_empty());
     assert_eq!(ran.lock().unwrap().len(), batch.records.len());
+}
+
+#[tokio::test]
+async fn with_a_queue_held_back_jobs_go_back_on_it_delayed_so_no_receive_is_spent() {
+    let behind = TestDb::empty().await;
+    let tenants = Arc::new(Tenants::from_parts(
+        vec![(tenant("default", &behind), behind.pool.clone(), None)],
+        RunOptions::default(),
+    ));
+    let queue = syncplane_tests::sqs::Queue::new(30).await;
+    let schema = JobsSchema::with_recheck(JobsFunction::Worker, Duration::ZERO);
+    let batch: SqsEvent = serde_json::from_value(event("sqs-batch.json")).unwrap();
+    let run = |_: SqsEvent| -> std::future::Ready<_> { panic!("no job of a tenant behind runs") };
+    let reply = schema
+        .worker_batch(&tenants, batch.clone(), Some(&queue.adapter), run)
+        .await;
+    assert!(
+        reply.batch_item_failures.is_empty(),
+        "the originals are done with: their copies are on the queue"
+    );
+    assert_eq!(
+        queue
+            .count(aws_sdk_sqs::types::QueueAttributeName::ApproximateNumberOfMessagesDelayed)
+            .await,
+        batch.records.len() as u64,
+        "every job back on the queue, delayed"
+    );
+    assert_eq!(shared::schema::jobs::HELD_DELAY, Duration::from_secs(120));
+    assert!(!has_table(&behind, "sync_runs").await);
 }
 
 #[tokio::test]
