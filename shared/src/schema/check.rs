@@ -50,6 +50,10 @@ impl SchemaBehind {
     }
 }
 
+/// What brings the schema up to date, as every schema-behind message says it.
+pub const REMEDY: &str = "run the migrate function (sam deploy runs it; by hand: aws lambda \
+                          invoke with {\"action\":\"migrate\"}) or `syncplane migrate`";
+
 /// The newest migration version embedded in this build.
 pub fn build_version() -> i64 {
     MIGRATOR.iter().map(|m| m.version).max().unwrap_or(0)
@@ -118,9 +122,8 @@ impl SchemaGuard {
             tracing::error!(
                 database_version = b.database,
                 build_version = b.build,
-                "database schema is behind this build: run the migrate function \
-                 (sam deploy runs it; by hand: aws lambda invoke with {{\"action\":\"migrate\"}}) \
-                 or `syncplane migrate`; answering 503 schema_behind until then"
+                "database schema is behind this build: {REMEDY}; answering 503 schema_behind \
+                 until then"
             );
         }
         outcome

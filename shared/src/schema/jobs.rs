@@ -26,14 +26,10 @@ use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, PgPool};
 
-use super::check::{DEFAULT_RECHECK, SchemaBehind, SchemaGuard, behind, behind_on};
+use super::check::{DEFAULT_RECHECK, REMEDY, SchemaBehind, SchemaGuard, behind, behind_on};
 use crate::config::{Config, TenantConfig};
 use crate::jobs::sqs::SqsAdapter;
 use crate::jobs::{Job, Tenants};
-
-/// What brings the schema up to date, as every schema-behind message says it.
-pub const REMEDY: &str = "run the migrate function (sam deploy runs it; by hand: aws lambda \
-                          invoke with {\"action\":\"migrate\"}) or `syncplane migrate`";
 
 /// How long a held-back job waits on the queue before the worker looks at it again.
 pub const HELD_DELAY: Duration = Duration::from_secs(120);

@@ -2,32 +2,15 @@
 //! one batch that was in flight (whose upsert is idempotent), because the cursor and the whole
 //! outbox were persisted before the first ack.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 use std::time::{Duration, Instant};
-
-use syncplane_tests::processes::workspace_bin;
 
 use super::support::*;
 
 const N: usize = 45;
 
 fn push(env: &Env, store: &std::path::Path) -> Child {
-    Command::new(workspace_bin("syncplane-agent"))
-        .args(["push", "--store"])
-        .arg(store)
-        .args([
-            "--url",
-            &env.server.url(),
-            "--target",
-            TARGET,
-            "--tick-ms",
-            "100",
-        ])
-        .env_clear()
-        .env("SYNCPLANE_AGENT_TOKEN", &env.token)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+    push_command(env, store, &env.token, 100)
         .spawn()
         .expect("spawn syncplane-agent")
 }
@@ -35,18 +18,10 @@ fn push(env: &Env, store: &std::path::Path) -> Child {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crash_mid_backfill_and_a_restart_lose_and_duplicate_nothing() {
     let env = env().await;
-    let store = env.dir.0.join("store");
-    std::fs::create_dir_all(&store).unwrap();
     let sessions: Vec<_> = (0..N)
         .map(|i| session(&format!("s{i:03}"), i as i64, "r1", 5))
         .collect();
-    for s in &sessions {
-        std::fs::write(
-            store.join(format!("{}.json", s.session_id)),
-            serde_json::to_vec(s).unwrap(),
-        )
-        .unwrap();
-    }
+    let store = store_dir(&env, "store", &sessions);
     let mut child = push(&env, &store);
     let started = Instant::now();
     while env.server.acked_items().len() < 9 {

@@ -254,3 +254,40 @@ pub fn assert_acked_once(env: &Env) {
         assert_eq!(n, 1, "{item:?} acknowledged {n} times");
     }
 }
+
+/// A store directory of `sessions` under `env.dir`, named `name`: one JSON file per session, as
+/// the CLI reads it.
+pub fn store_dir(env: &Env, name: &str, sessions: &[LocalSession]) -> std::path::PathBuf {
+    let dir = env.dir.0.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for s in sessions {
+        std::fs::write(
+            dir.join(format!("{}.json", s.session_id)),
+            serde_json::to_vec(s).unwrap(),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+/// `syncplane-agent push` over `store` with `token`, ticking every `tick_ms`, its output piped:
+/// the command, for the caller to run or spawn.
+pub fn push_command(
+    env: &Env,
+    store: &std::path::Path,
+    token: &str,
+    tick_ms: u32,
+) -> std::process::Command {
+    let mut cmd =
+        std::process::Command::new(syncplane_tests::processes::workspace_bin("syncplane-agent"));
+    cmd.args(["push", "--store"])
+        .arg(store)
+        .args(["--url", &env.server.url(), "--target", TARGET, "--tick-ms"])
+        .arg(tick_ms.to_string())
+        .env_clear()
+        .env("SYNCPLANE_AGENT_TOKEN", token)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    cmd
+}

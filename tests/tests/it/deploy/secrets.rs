@@ -180,7 +180,6 @@ fn aws_vars() -> Vec<(String, String)> {
 
 #[tokio::test]
 async fn function_binaries_resolve_their_references_from_the_aws_environment_at_cold_start() {
-    use syncplane_tests::apigw;
     use syncplane_tests::processes;
 
     let e = crate::ops::Env::new().await;
@@ -211,16 +210,7 @@ async fn function_binaries_resolve_their_references_from_the_aws_environment_at_
     ]);
 
     // sync-api takes the token it read from Secrets Manager (and used the App key: a sync ran).
-    let bearer = format!("Bearer {api_token}");
-    let event = apigw::event(
-        "POST",
-        "/api/sync",
-        &[
-            ("authorization", &bearer),
-            ("content-type", "application/json"),
-        ],
-        Some(br#"{"repository":"acme/handbook"}"#),
-    );
+    let event = e.manual_sync_event(&api_token);
     let inv = processes::invoke("sync-api", &vars, &event).await;
     let body = inv.response.as_deref().unwrap_or_else(|| {
         panic!(

@@ -65,6 +65,21 @@ impl Env {
         .to_vec()
     }
 
+    /// The API Gateway event of a manual sync of `acme/handbook` with the sync API token
+    /// `api_token`.
+    pub fn manual_sync_event(&self, api_token: &str) -> serde_json::Value {
+        let bearer = format!("Bearer {api_token}");
+        syncplane_tests::apigw::event(
+            "POST",
+            "/api/sync",
+            &[
+                ("authorization", &bearer),
+                ("content-type", "application/json"),
+            ],
+            Some(br#"{"repository":"acme/handbook"}"#),
+        )
+    }
+
     /// The API Gateway event of a push to `acme/widgets`' default branch, signed with
     /// `webhook_secret`, as GitHub delivers it to the webhook function.
     pub fn signed_push_event(&self, webhook_secret: &str, delivery: &str) -> serde_json::Value {

@@ -115,16 +115,7 @@ async fn every_function_at_trace_keeps_its_secrets_out_of_the_logs() {
     let mut invocations = Vec::new();
 
     // sync-api: a manual sync of one repository (calls GitHub with installation tokens).
-    let bearer = format!("Bearer {}", s.api_token);
-    let event = apigw::event(
-        "POST",
-        "/api/sync",
-        &[
-            ("authorization", &bearer),
-            ("content-type", "application/json"),
-        ],
-        Some(br#"{"repository":"acme/handbook"}"#),
-    );
+    let event = e.manual_sync_event(&s.api_token);
     let inv = processes::invoke("sync-api", &vars, &event).await;
     let reply = answered("sync-api", &inv);
     assert_eq!(reply["statusCode"], 202, "{reply}");
