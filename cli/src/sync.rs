@@ -10,12 +10,12 @@ use anyhow::{Context, bail};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use shared::config::{Config, RepoName};
-use shared::jobs::Tenants;
 use shared::sync::coalescing::{NoRowBusy, RequestOutcome, coalesced_message, request_sync};
 use shared::sync::full::{RunReport, sync_all};
 use shared::sync::repository::SyncError;
 use shared::sync::runs::{RunCounts, RunStatus, Stopped, Trigger};
 use shared::sync::workspace::{MAX_PASSES, RunOptions, Workspace};
+use shared::tenants::Tenants;
 
 use crate::upkeep;
 

@@ -12,11 +12,11 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use shared::config::Config;
-use shared::jobs::Tenants;
 use shared::sync::full::drain_sync_requests;
 use shared::sync::reaper;
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::{RunOptions, Workspace};
+use shared::tenants::Tenants;
 
 use crate::sync::{SyncResult, finish, summary, tenant_ids};
 

@@ -1,14 +1,16 @@
 //! The state an HTTP function builds once per execution environment and keeps across invocations:
 //! every tenant (lazy pools, GitHub clients), the jobs adapter, and which tenant is the default
-//! (the first configured one: `POST /github/webhook` and the sync API serve it).
+//! (the first configured one: `POST /github/webhook` and the sync API serve it). This is where the
+//! application is assembled: the inline jobs adapter is handed the worker's runner here, so the
+//! mailbox (`crate::jobs`) never calls up into the worker.
 
 use std::sync::Arc;
 
 use crate::config::{Config, JobsBackend, TenantId};
-use crate::jobs::Tenants;
 use crate::jobs::adapter::JobsAdapter;
-use crate::jobs::sqs::jobs_adapter;
 use crate::sync::workspace::RunOptions;
+use crate::tenants::Tenants;
+use crate::worker::jobs_adapter;
 
 #[derive(Clone)]
 pub struct AppState {

@@ -5,8 +5,8 @@ pub mod api;
 pub mod app;
 pub mod config;
 pub mod db;
-pub mod envelope;
 pub mod github;
+pub mod http;
 pub mod ingest;
 pub mod jobs;
 pub mod metrics;
@@ -17,6 +17,8 @@ pub mod start;
 pub mod status;
 pub mod sync;
 pub mod telemetry;
+pub mod tenants;
 #[cfg(test)]
 mod testing;
 pub mod webhook;
+pub mod worker;

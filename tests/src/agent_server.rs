@@ -165,7 +165,7 @@ async fn serve(
         None
     };
     let resp = match older {
-        Some(e) => shared::ingest::handler::error_response(&e),
+        Some(e) => shared::http::error_response(&e),
         None => {
             let req = crate::apigw::request(method.as_str(), path, &pairs, Some(&body));
             shared::ingest::handle(&shared.ingest, req).await

@@ -158,7 +158,11 @@ pub fn from_lambda(resp: Response<Body>) -> http::Response<Vec<u8>> {
 
 /// A JSON envelope answer of the local server itself (unknown function, body too large).
 pub fn refusal(status: StatusCode, code: &str, message: &str) -> Response<Body> {
-    shared::api::http::respond(status, &shared::envelope::failure(message, Some(code)), &[])
+    shared::http::respond(
+        status,
+        &shared::http::envelope::failure(message, Some(code)),
+        &[],
+    )
 }
 
 #[cfg(test)]
@@ -177,7 +181,7 @@ mod tests {
     }
 
     fn body_of(req: &Request) -> Vec<u8> {
-        shared::api::http::body_bytes(req.body()).to_vec()
+        shared::http::body_bytes(req.body()).to_vec()
     }
 
     #[test]

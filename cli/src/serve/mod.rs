@@ -21,8 +21,8 @@ use http::StatusCode;
 use shared::app::AppState;
 use shared::config::{Config, JobsBackend};
 use shared::ingest::IngestState;
-use shared::scheduler::tick::TickFunction;
 use shared::schema::SchemaGuard;
+use shared::worker::tick::TickFunction;
 
 use routes::Function;
 
@@ -118,23 +118,18 @@ impl Functions {
     ) -> lambda_http::Response<lambda_http::Body> {
         let guard = &self.schema[function as usize];
         match function {
-            Function::Ingest => {
-                let work = shared::ingest::handle(&self.ingest, req);
-                guard.serve(&self.ingest.pool, work).await
-            }
+            Function::Ingest => shared::ingest::serve(&self.ingest, guard, req).await,
             // As the sync-api function: `GET /api/health` answers before the schema check.
             Function::SyncApi => shared::api::serve(&self.app, guard, req).await,
             Function::Webhook => {
-                let Some(pool) = self.app.default_pool() else {
+                if self.app.default_pool().is_none() {
                     return gateway::refusal(
                         StatusCode::SERVICE_UNAVAILABLE,
                         "no_tenant",
                         "no tenant configured",
                     );
-                };
-                guard
-                    .serve(pool, shared::webhook::handle(&self.app, req))
-                    .await
+                }
+                shared::webhook::serve(&self.app, guard, req).await
             }
         }
     }
@@ -166,7 +161,7 @@ pub fn router(functions: Arc<Functions>) -> axum::Router {
 /// With the scheduler off (the local default), the upkeep the tick would do still runs on its
 /// cadence: dead runs reaped and waiting rerun markers drained, every [`TICK_INTERVAL`], so a
 /// request coalesced into a holder at its pass cap is not left waiting (issue 12 §4).
-pub fn spawn_upkeep(tenants: Arc<shared::jobs::Tenants>) -> tokio::task::JoinHandle<()> {
+pub fn spawn_upkeep(tenants: Arc<shared::tenants::Tenants>) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut every = tokio::time::interval(TICK_INTERVAL);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

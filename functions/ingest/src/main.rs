@@ -1,10 +1,10 @@
 //! Thin Lambda entry point for `POST /api/agent-sessions/sync` and `GET /api/agent-sessions/hello`:
 //! logging, configuration, a lazily connected pool kept across invocations, the schema check
 //! (503 `schema_behind`), then
-//! `shared::ingest::handle`.
+//! `shared::ingest::serve` (the schema check, then the handler).
 
 use lambda_http::{Error, Request, run, service_fn};
-use shared::ingest::{IngestState, handle};
+use shared::ingest::{IngestState, serve};
 use shared::schema::SchemaGuard;
 use shared::start::OrExit;
 
@@ -29,7 +29,7 @@ async fn main() -> Result<(), Error> {
     let state = &state;
     let schema = &SchemaGuard::default();
     run(service_fn(move |req: Request| async move {
-        Ok::<_, Error>(schema.serve(&state.pool, handle(state, req)).await)
+        Ok::<_, Error>(serve(state, schema, req).await)
     }))
     .await
 }

@@ -1,13 +1,13 @@
 //! Thin Lambda entry point for the one-minute EventBridge schedule: logging, the queue client
 //! built once, then per invocation the configuration read again (the tenant list can change),
-//! the schema check (`shared::schema::JobsSchema::hold_back`: a tenant whose database is behind
+//! the schema check (`shared::worker::held::JobsSchema::hold_back`: a tenant whose database is behind
 //! this build gets no job, one log line, and fails the invocation once the others have ticked)
-//! and `shared::scheduler::tick::TickFunction::invoke`.
+//! and `shared::worker::tick::TickFunction::invoke`.
 
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use shared::scheduler::tick::{TickFunction, TickReport};
-use shared::schema::{JobsFunction, JobsSchema};
+use shared::worker::held::{JobsFunction, JobsSchema};
+use shared::worker::tick::{TickFunction, TickReport};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {

@@ -1,6 +1,6 @@
 //! Thin Lambda entry point for `POST /github/webhook[/{tenant}]`: logging, configuration (fail
-//! fast, naming the variable), the state built once and kept across invocations (lazily connected pools), the schema check (503 `schema_behind`), then
-//! `shared::webhook::handle`.
+//! fast, naming the variable), the state built once and kept across invocations (lazily connected pools), then `shared::webhook::serve`: the schema check (503
+//! `schema_behind`), then the handler.
 
 use lambda_http::{Error, Request, run, service_fn};
 use shared::app::{AppState, check_deployed_backend};
@@ -17,16 +17,12 @@ async fn main() -> Result<(), Error> {
         .await
         .or_exit("configuration error");
     let state = &state;
-    let pool = state
+    state
         .default_pool()
         .or_exit("configuration error: no tenant configured (DATABASE_URL or TENANTS_FILE)");
     let schema = &SchemaGuard::default();
     run(service_fn(move |req: Request| async move {
-        Ok::<_, Error>(
-            schema
-                .serve(pool, shared::webhook::handle(state, req))
-                .await,
-        )
+        Ok::<_, Error>(shared::webhook::serve(state, schema, req).await)
     }))
     .await
 }

@@ -1,18 +1,16 @@
 //! Thin Lambda entry point for the worker (SQS event source with `ReportBatchItemFailures`):
-//! logging, configuration, the tenants and the jobs adapter built once, then per batch the schema
-//! check (`shared::schema::JobsSchema::worker_batch`: a tenant whose database is behind this build
-//! has its jobs put back on the queue with a delay, unrun, with one log line) and
-//! `shared::jobs::worker::Worker::handle`.
+//! logging, configuration, the tenants and the jobs adapter built once, then per batch
+//! `shared::worker::Worker::serve`: the schema check (a tenant whose database is behind this build
+//! has its jobs put back on the queue with a delay, unrun, with one log line), then the jobs.
 
 use std::sync::Arc;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use shared::jobs::Tenants;
-use shared::jobs::worker::Worker;
-use shared::schema::{JobsFunction, JobsSchema};
 use shared::start::OrExit;
 use shared::sync::workspace::RunOptions;
+use shared::tenants::Tenants;
+use shared::worker::Worker;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -27,17 +25,10 @@ async fn main() -> Result<(), Error> {
         )
         .or_exit("configuration error: DATABASE_URL"),
     );
-    let jobs = shared::jobs::sqs::jobs_adapter(&config, tenants.clone()).await;
-    let worker = &Worker::new(tenants.clone(), jobs);
-    let schema = &JobsSchema::new(JobsFunction::Worker);
-    let tenants = &tenants;
+    let jobs = shared::worker::jobs_adapter(&config, tenants.clone()).await;
+    let worker = &Worker::new(tenants, jobs);
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        let response = schema
-            .worker_batch(tenants, event.payload, worker.queue(), |batch| {
-                worker.handle(batch)
-            })
-            .await;
-        Ok::<SqsBatchResponse, Error>(response)
+        Ok::<SqsBatchResponse, Error>(worker.serve(event.payload).await)
     }))
     .await
 }

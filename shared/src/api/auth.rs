@@ -7,8 +7,8 @@ use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
 use super::error::ApiError;
-use super::http::bearer_token;
 use crate::config::Secret;
+use crate::http::bearer_token;
 
 pub fn authenticate(headers: &HeaderMap, expected: Option<&Secret>) -> Result<(), ApiError> {
     match authenticate_any(headers, expected, None)? {

@@ -4,6 +4,7 @@
 use http::StatusCode;
 
 use crate::github::GithubError;
+use crate::http::HttpError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -126,6 +127,21 @@ impl ApiError {
             Self::DocumentNotFound => "document_not_found",
             Self::PathIsFolder => "path_is_folder",
             Self::ReadmeNotFound => "readme_not_found",
+        }
+    }
+}
+
+impl HttpError for ApiError {
+    fn status(&self) -> StatusCode {
+        ApiError::status(self)
+    }
+    fn code(&self) -> Option<&'static str> {
+        Some(ApiError::code(self))
+    }
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Self::MethodNotAllowed { allow } => vec![("allow", (*allow).to_owned())],
+            _ => Vec::new(),
         }
     }
 }

@@ -11,12 +11,12 @@ use serde_json::{Value, json};
 
 use super::auth::Access;
 use super::error::{ApiError, db_failure};
-use super::http::{body_bytes, respond, route_path};
+
 use super::read::route::{ReadRoute, match_read};
 use super::{auth, health, openapi, read, sync};
 use crate::app::AppState;
 use crate::config::{TenantConfig, TenantId};
-use crate::envelope;
+use crate::http::{body_bytes, error_response, result_response, route_path};
 use crate::schema::SchemaGuard;
 
 pub const SYNC_PATH: &str = "/api/sync";
@@ -26,10 +26,13 @@ pub const RUNS_PATH: &str = "/api/sync/runs";
 /// What the function serves: the health route before the schema check (it reports the schema
 /// itself, and must answer while it is behind), everything else behind it.
 pub async fn serve(state: &AppState, schema: &SchemaGuard, req: Request) -> Response<Body> {
-    match state.default_pool() {
-        Some(pool) if !health::is_health(&req) => schema.serve(pool, handle(state, req)).await,
-        _ => handle(state, req).await,
+    if let Some(pool) = state.default_pool()
+        && !health::is_health(&req)
+        && let Err(behind) = schema.check(pool).await
+    {
+        return error_response(&behind);
     }
+    handle(state, req).await
 }
 
 /// Answer one request; never fails (every error is an enveloped response).
@@ -40,37 +43,21 @@ pub async fn handle(state: &AppState, req: Request) -> Response<Body> {
     if health::is_health(&req) {
         return health::serve(&req, state.default_pool()).await;
     }
-    match route(state, &req).await {
-        Ok((status, data)) => {
-            tracing::info!(
-                path = req.uri().path(),
-                status = status.as_u16(),
-                "sync API ok"
-            );
-            respond(status, &envelope::success(data), &[])
-        }
-        Err(e) => {
-            tracing::info!(
-                path = req.uri().path(),
-                status = e.status().as_u16(),
-                code = e.code(),
-                "sync API refused"
-            );
-            let allow;
-            let headers: &[(&str, &str)] = match e {
-                ApiError::MethodNotAllowed { allow: a } => {
-                    allow = [("allow", a)];
-                    &allow
-                }
-                _ => &[],
-            };
-            respond(
-                e.status(),
-                &envelope::failure(&e.to_string(), Some(e.code())),
-                headers,
-            )
-        }
+    let result = route(state, &req).await;
+    match &result {
+        Ok((status, _)) => tracing::info!(
+            path = req.uri().path(),
+            status = status.as_u16(),
+            "sync API ok"
+        ),
+        Err(e) => tracing::info!(
+            path = req.uri().path(),
+            status = e.status().as_u16(),
+            code = e.code(),
+            "sync API refused"
+        ),
     }
+    result_response(&result)
 }
 
 enum Route {

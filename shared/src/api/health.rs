@@ -20,8 +20,8 @@ use serde_json::json;
 use sqlx::PgPool;
 
 use super::error::ApiError;
-use super::http::{respond, route_path};
-use crate::envelope;
+use crate::http::envelope;
+use crate::http::{error_response, respond, route_path};
 use crate::schema::check;
 
 pub const HEALTH_PATH: &str = "/api/health";
@@ -92,11 +92,7 @@ pub async fn check(pool: Option<&PgPool>) -> Health {
 pub async fn serve(req: &Request, pool: Option<&PgPool>) -> Response<Body> {
     if req.method() != http::Method::GET {
         let e = ApiError::MethodNotAllowed { allow: "GET" };
-        return respond(
-            e.status(),
-            &envelope::failure(&e.to_string(), Some(e.code())),
-            &[("allow", "GET")],
-        );
+        return error_response(&e);
     }
     answer(&check(pool).await)
 }

@@ -7,7 +7,6 @@ pub mod auth;
 pub mod error;
 pub mod handler;
 pub mod health;
-pub mod http;
 pub mod openapi;
 pub mod read;
 pub mod sync;

@@ -7,8 +7,7 @@ use http::StatusCode;
 use lambda_http::{Body, Request, Response};
 
 use super::error::ApiError;
-use super::http::{respond, route_path};
-use crate::envelope;
+use crate::http::{error_response, route_path};
 
 pub const OPENAPI_PATH: &str = "/api/openapi.json";
 
@@ -22,11 +21,7 @@ pub fn serve(req: &Request) -> Option<Response<Body>> {
     }
     if req.method() != http::Method::GET {
         let e = ApiError::MethodNotAllowed { allow: "GET" };
-        return Some(respond(
-            e.status(),
-            &envelope::failure(&e.to_string(), Some(e.code())),
-            &[("allow", "GET")],
-        ));
+        return Some(error_response(&e));
     }
     let response = Response::builder()
         .status(StatusCode::OK)

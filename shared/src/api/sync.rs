@@ -14,13 +14,14 @@ use crate::app::AppState;
 use crate::config::{TenantConfig, is_repo_name_part};
 use crate::github::{GithubError, RepoInfo};
 use crate::jobs::adapter::{JobsAdapter, Submitted};
-use crate::jobs::{Job, JobError, RepoRef};
+use crate::jobs::{Job, RepoRef};
 use crate::sync::coalescing::{NoRowBusy, RequestOutcome, coalesced_message, request_sync};
 use crate::sync::full::sync_all;
 use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::removal;
 use crate::sync::runs::Trigger;
 use crate::sync::workspace::Workspace;
+use crate::tenants::TenantError;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -68,7 +69,7 @@ fn workspace(state: &AppState, tenant: &TenantConfig) -> Result<Workspace, ApiEr
         .tenants
         .workspace(tenant.id.as_str())
         .map_err(|e| match e {
-            JobError::GithubNotConfigured(_) => ApiError::GithubNotConfigured,
+            TenantError::GithubNotConfigured(_) => ApiError::GithubNotConfigured,
             other => {
                 tracing::error!(error = %other, "tenant workspace unavailable");
                 ApiError::Internal
@@ -176,9 +177,7 @@ async fn sync_everything(
     }
 }
 
-fn queued(
-    submitted: Result<Submitted, crate::jobs::adapter::SubmitError>,
-) -> Result<Value, ApiError> {
+fn queued(submitted: Result<Submitted, crate::jobs::sqs::SubmitError>) -> Result<Value, ApiError> {
     match submitted {
         Ok(Submitted::Queued { message_id }) => {
             Ok(json!({ "status": "queued", "jobId": message_id }))

@@ -9,7 +9,7 @@ use subtle::ConstantTimeEq;
 
 use super::FEATURE_FLAG;
 use super::error::{IngestError, db_failure};
-use crate::api::http::bearer_token;
+use crate::http::bearer_token;
 
 /// Who a valid token speaks for, and the org settings ingest decides on.
 #[derive(Debug, Clone)]

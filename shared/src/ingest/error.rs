@@ -4,6 +4,8 @@
 
 use http::StatusCode;
 
+use crate::http::HttpError;
+
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
     #[error("not found")]
@@ -71,6 +73,24 @@ impl IngestError {
             Self::FeatureDisabled => Some("feature_disabled"),
             Self::ChunkOutOfSequence => Some("chunk_out_of_sequence"),
             Self::IngestionFailed => Some("ingestion_failed"),
+        }
+    }
+}
+
+impl HttpError for IngestError {
+    fn status(&self) -> StatusCode {
+        IngestError::status(self)
+    }
+    fn code(&self) -> Option<&'static str> {
+        IngestError::code(self)
+    }
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Self::RateLimited { retry_after_secs } | Self::ServerBusy { retry_after_secs } => {
+                vec![("retry-after", retry_after_secs.to_string())]
+            }
+            Self::MethodNotAllowed { allow } => vec![("allow", (*allow).to_owned())],
+            _ => Vec::new(),
         }
     }
 }

@@ -14,8 +14,8 @@ use super::{
     MAX_DECODED_BYTES, MAX_SESSIONS_PER_BATCH, MAX_WIRE_BYTES, SCHEMA_VERSION, batch, decode,
     rate_limit, strict_json, upsert,
 };
-use crate::api::http::{body_bytes, respond, route_path};
-use crate::envelope;
+use crate::http::{body_bytes, error_response, result_response, route_path};
+use crate::schema::SchemaGuard;
 
 pub const HELLO_PATH: &str = "/api/agent-sessions/hello";
 pub const SYNC_PATH: &str = "/api/agent-sessions/sync";
@@ -41,51 +41,41 @@ struct BatchFacts {
     sessions: Option<usize>,
 }
 
+/// What the function serves: the schema check (503 `schema_behind` while the database is
+/// behind this build), then [`handle`].
+pub async fn serve(state: &IngestState, schema: &SchemaGuard, req: Request) -> Response<Body> {
+    if let Err(behind) = schema.check(&state.pool).await {
+        return error_response(&behind);
+    }
+    handle(state, req).await
+}
+
 /// Answer one request; never fails (every error is an enveloped response).
 pub async fn handle(state: &IngestState, req: Request) -> Response<Body> {
     let started = std::time::Instant::now();
     let mut facts = None;
-    let result = route(state, &req, &mut facts).await;
+    let result = route(state, &req, &mut facts)
+        .await
+        .map(|data| (StatusCode::OK, data));
     let elapsed: Duration = started.elapsed();
     if let Some(facts) = &facts {
         batch_metrics(facts, result.as_ref().err(), elapsed).emit();
     }
-    match result {
-        Ok(data) => {
-            tracing::info!(
-                path = req.uri().path(),
-                elapsed_ms = elapsed.as_millis() as u64,
-                "ingest ok"
-            );
-            respond(StatusCode::OK, &envelope::success(data), &[])
-        }
-        Err(e) => {
-            tracing::info!(
-                path = req.uri().path(),
-                status = e.status().as_u16(),
-                code = e.code(),
-                elapsed_ms = elapsed.as_millis() as u64,
-                "ingest refused"
-            );
-            error_response(&e)
-        }
+    match &result {
+        Ok(_) => tracing::info!(
+            path = req.uri().path(),
+            elapsed_ms = elapsed.as_millis() as u64,
+            "ingest ok"
+        ),
+        Err(e) => tracing::info!(
+            path = req.uri().path(),
+            status = e.status().as_u16(),
+            code = e.code(),
+            elapsed_ms = elapsed.as_millis() as u64,
+            "ingest refused"
+        ),
     }
-}
-
-/// The failure envelope with the status, code and headers of `e`.
-pub fn error_response(e: &IngestError) -> Response<Body> {
-    let body = envelope::failure(&e.to_string(), e.code());
-    let retry;
-    let headers: &[(&str, &str)] = match e {
-        IngestError::RateLimited { retry_after_secs }
-        | IngestError::ServerBusy { retry_after_secs } => {
-            retry = retry_after_secs.to_string();
-            &[("retry-after", retry.as_str())]
-        }
-        IngestError::MethodNotAllowed { allow } => &[("allow", allow)],
-        _ => &[],
-    };
-    respond(e.status(), &body, headers)
+    result_response(&result)
 }
 
 /// A batch's metrics (issue 13 §5): one `IngestBatches` by outcome, its bytes on the wire and

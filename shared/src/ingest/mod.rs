@@ -24,7 +24,7 @@ mod properties;
 
 pub use admission::Admission;
 pub use error::IngestError;
-pub use handler::{IngestState, handle};
+pub use handler::{IngestState, handle, serve};
 
 /// The pinned schema version (contract "Envelope").
 pub const SCHEMA_VERSION: u64 = 2;

@@ -1,16 +1,26 @@
 //! Jobs adapters (docs/design.md "Jobs"): `inline` runs the job in the calling process before
 //! returning (local runs and tests); `sqs` sends it to the queue and the worker function runs it.
 //! A Lambda cannot work after it has answered, so deployed webhook and sync-api functions use `sqs`.
+//!
+//! The inline adapter runs jobs through a [`JobRunner`] it is given where the application is
+//! assembled (the worker's runner): the mailbox knows what a job is, not how one runs.
 
 use std::sync::Arc;
 
-use crate::jobs::sqs::SqsAdapter;
-use crate::jobs::{Job, JobError, JobOutcome, Tenants, run};
+use futures::future::BoxFuture;
+
+use super::job::{Job, JobError, JobOutcome};
+use super::sqs::{SqsAdapter, SubmitError};
+
+/// What runs a job handed to the inline adapter.
+pub trait JobRunner: Send + Sync {
+    fn run<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<JobOutcome, JobError>>;
+}
 
 /// Where submitted jobs go.
 #[derive(Clone)]
 pub enum JobsAdapter {
-    Inline(Arc<Tenants>),
+    Inline(Arc<dyn JobRunner>),
     Sqs(SqsAdapter),
 }
 
@@ -23,22 +33,21 @@ pub enum Submitted {
     Queued { message_id: String },
 }
 
-/// A job could not be handed over.
-#[derive(Debug, thiserror::Error)]
-pub enum SubmitError {
-    #[error("the jobs queue refused the job: {0}")]
-    Queue(String),
-    #[error("the job could not be serialized: {0}")]
-    Serialize(#[from] serde_json::Error),
-}
-
 impl JobsAdapter {
     pub async fn submit(&self, job: &Job) -> Result<Submitted, SubmitError> {
         match self {
-            Self::Inline(tenants) => Ok(Submitted::Ran(run(tenants, job).await)),
+            Self::Inline(runner) => Ok(Submitted::Ran(runner.run(job).await)),
             Self::Sqs(sqs) => Ok(Submitted::Queued {
                 message_id: sqs.send(job, None).await?,
             }),
+        }
+    }
+
+    /// The queue, when jobs are queued.
+    pub fn queue(&self) -> Option<&SqsAdapter> {
+        match self {
+            Self::Sqs(queue) => Some(queue),
+            Self::Inline(_) => None,
         }
     }
 }

@@ -1,7 +1,6 @@
 //! The SQS jobs adapter: a job is one message whose body is the job's JSON; the worker function
 //! receives it. The client is built once per execution environment and reused.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_sqs::Client;
@@ -9,9 +8,7 @@ use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_sqs::error::DisplayErrorContext;
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 
-use crate::config::{Config, JobsBackend};
-use crate::jobs::adapter::{JobsAdapter, SubmitError};
-use crate::jobs::{Job, Tenants};
+use super::job::Job;
 
 /// SQS refuses a longer `DelaySeconds` (15 minutes).
 pub const MAX_DELAY: Duration = Duration::from_secs(900);
@@ -19,6 +16,15 @@ pub const MAX_DELAY: Duration = Duration::from_secs(900);
 const BATCH_SIZE: usize = 10;
 /// Region used with an emulator when the environment names none.
 const EMULATOR_REGION: &str = "us-east-1";
+
+/// A job could not be handed over.
+#[derive(Debug, thiserror::Error)]
+pub enum SubmitError {
+    #[error("the jobs queue refused the job: {0}")]
+    Queue(String),
+    #[error("the job could not be serialized: {0}")]
+    Serialize(#[from] serde_json::Error),
+}
 
 #[derive(Clone, Debug)]
 pub struct SqsAdapter {
@@ -115,16 +121,6 @@ impl SqsAdapter {
             }
         }
         Ok(sent)
-    }
-}
-
-/// The jobs adapter the configuration asks for (`JOBS_BACKEND`), built once per process.
-pub async fn jobs_adapter(config: &Config, tenants: Arc<Tenants>) -> JobsAdapter {
-    match &config.jobs {
-        JobsBackend::Inline => JobsAdapter::Inline(tenants),
-        JobsBackend::Sqs { queue_url } => {
-            JobsAdapter::Sqs(SqsAdapter::from_env(queue_url, config.sqs_endpoint.as_deref()).await)
-        }
     }
 }
 

@@ -1,10 +1,9 @@
-//! The scheduler (spec "Scheduler"), serverless: no long-lived process. The tick function calls
-//! [`tick`] every minute per tenant; it decides from state kept in Postgres (`scheduler_state`)
+//! The scheduler (spec "Scheduler"), serverless: no long-lived process. The tick function
+//! (`crate::worker::tick`) calls [`tick`] every minute per tenant; it decides from state kept in Postgres (`scheduler_state`)
 //! with the pure [`rules`], and the full sync it asks for runs under one cluster-wide advisory
 //! lock per tenant ([`run_scheduled_full`]) so only one scheduled full sync runs at a time.
 
 pub mod rules;
-pub mod tick;
 
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};

@@ -4,21 +4,20 @@
 //! Checked at an HTTP function's first request against the migrations embedded in the binary:
 //! one query over `_sqlx_migrations`. A current schema is remembered for the life of the
 //! execution environment; a schema found behind is re-checked at most every `recheck` (the
-//! migration may land a moment later), and logged once. The functions that run jobs (worker,
-//! tick) use the same guard without its HTTP wording: `schema::jobs`.
+//! migration may land a moment later), and logged once. Each HTTP surface checks first, as the
+//! first step of its `serve`, and answers [`SchemaBehind`]'s 503 through `crate::http`. The functions that run jobs (worker,
+//! tick) use the same guard without its HTTP wording: `crate::worker::held`.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use http::StatusCode;
-use lambda_http::{Body, Response};
 use sqlx::{PgConnection, PgPool};
 
 use super::apply::applied_versions;
-use crate::api::http::respond;
 use crate::db::MIGRATOR;
-use crate::envelope;
+use crate::http::HttpError;
 
 /// How often a schema found behind is looked at again.
 pub const DEFAULT_RECHECK: Duration = Duration::from_secs(5);
@@ -33,20 +32,16 @@ pub struct SchemaBehind {
     pub build: i64,
 }
 
-impl SchemaBehind {
-    pub fn status(&self) -> StatusCode {
+/// The enveloped 503 (`Retry-After`: a deploy's migration usually lands within seconds).
+impl HttpError for SchemaBehind {
+    fn status(&self) -> StatusCode {
         StatusCode::SERVICE_UNAVAILABLE
     }
-    pub fn code(&self) -> &'static str {
-        "schema_behind"
+    fn code(&self) -> Option<&'static str> {
+        Some("schema_behind")
     }
-    /// The enveloped 503 (`Retry-After`: a deploy's migration usually lands within seconds).
-    pub fn response(&self) -> Response<Body> {
-        respond(
-            self.status(),
-            &envelope::failure(&self.to_string(), Some(self.code())),
-            &[("retry-after", "30")],
-        )
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        vec![("retry-after", "30".to_owned())]
     }
 }
 
@@ -164,17 +159,5 @@ impl SchemaGuard {
         let last = self.last_behind.lock().ok()?;
         let (at, b) = last.as_ref()?;
         (at.elapsed() < self.recheck).then(|| b.clone())
-    }
-
-    /// Serve `handler` unless the schema is behind, in which case answer 503 `schema_behind`.
-    pub async fn serve(
-        &self,
-        pool: &PgPool,
-        handler: impl Future<Output = Response<Body>>,
-    ) -> Response<Body> {
-        match self.check(pool).await {
-            Ok(()) => handler.await,
-            Err(b) => b.response(),
-        }
     }
 }

@@ -12,12 +12,12 @@ use lambda_http::{Body, Request, Response};
 use serde_json::{Value, json};
 
 use super::signature::{self, SignatureProblem};
-use crate::api::http::{body_bytes, header, respond, route_path};
 use crate::app::AppState;
 use crate::config::{TenantConfig, TenantId};
-use crate::envelope;
+use crate::http::{HttpError, body_bytes, error_response, header, result_response, route_path};
 use crate::jobs::Job;
 use crate::jobs::adapter::Submitted;
+use crate::schema::SchemaGuard;
 
 pub const WEBHOOK_PATH: &str = "/github/webhook";
 /// Longest delivery id or event name written to the logs (GitHub's ids are UUIDs).
@@ -81,6 +81,32 @@ impl WebhookError {
     }
 }
 
+impl HttpError for WebhookError {
+    fn status(&self) -> StatusCode {
+        WebhookError::status(self)
+    }
+    fn code(&self) -> Option<&'static str> {
+        Some(WebhookError::code(self))
+    }
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Self::MethodNotAllowed => vec![("allow", "POST".to_owned())],
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// What the function serves: the schema check of the default tenant's database (503
+/// `schema_behind` while it is behind this build), then [`handle`].
+pub async fn serve(state: &AppState, schema: &SchemaGuard, req: Request) -> Response<Body> {
+    if let Some(pool) = state.default_pool()
+        && let Err(behind) = schema.check(pool).await
+    {
+        return error_response(&behind);
+    }
+    handle(state, req).await
+}
+
 /// Answer one delivery; never fails (every error is an enveloped response).
 pub async fn handle(state: &AppState, req: Request) -> Response<Body> {
     let delivery: String = header(&req, "x-github-delivery")
@@ -93,35 +119,23 @@ pub async fn handle(state: &AppState, req: Request) -> Response<Body> {
         .chars()
         .take(MAX_LOGGED_DELIVERY)
         .collect();
-    match accept(state, &req, &delivery).await {
-        Ok((status, data)) => {
-            tracing::info!(
-                delivery,
-                event,
-                status = status.as_u16(),
-                "webhook accepted"
-            );
-            respond(status, &envelope::success(data), &[])
-        }
-        Err(e) => {
-            tracing::info!(
-                delivery,
-                event,
-                status = e.status().as_u16(),
-                code = e.code(),
-                "webhook refused"
-            );
-            let allow: &[(&str, &str)] = match e {
-                WebhookError::MethodNotAllowed => &[("allow", "POST")],
-                _ => &[],
-            };
-            respond(
-                e.status(),
-                &envelope::failure(&e.to_string(), Some(e.code())),
-                allow,
-            )
-        }
+    let result = accept(state, &req, &delivery).await;
+    match &result {
+        Ok((status, _)) => tracing::info!(
+            delivery,
+            event,
+            status = status.as_u16(),
+            "webhook accepted"
+        ),
+        Err(e) => tracing::info!(
+            delivery,
+            event,
+            status = e.status().as_u16(),
+            code = e.code(),
+            "webhook refused"
+        ),
     }
+    result_response(&result)
 }
 
 /// `None`: the default tenant's path; `Some(segment)`: a named tenant.
@@ -170,22 +184,7 @@ async fn accept(
 
     // 2. The signature, over the bytes GitHub sent.
     let body = body_bytes(req.body());
-    if tenant.webhook_secrets.is_empty() {
-        // A setting, not an event: said once per process, not on every delivery.
-        static SAID: std::sync::Once = std::sync::Once::new();
-        SAID.call_once(|| {
-            tracing::warn!(tenant = %tenant.id, "no webhook secret configured: every delivery is refused");
-        });
-    }
-    signature::verify(
-        &tenant.webhook_secrets,
-        header(req, "x-hub-signature-256"),
-        body,
-    )
-    .map_err(|p| match p {
-        SignatureProblem::Missing => WebhookError::MissingSignature,
-        SignatureProblem::Invalid => WebhookError::InvalidSignature,
-    })?;
+    verify(tenant, req, body)?;
 
     // 3. What was delivered.
     let event = header(req, "x-github-event")
@@ -220,6 +219,37 @@ async fn accept(
     }
 
     // 5. One webhook.dispatch job.
+    submit(state, tenant, event, delivery, payload).await
+}
+
+/// Step 2: the signature over the raw body, with the tenant's secrets.
+fn verify(tenant: &TenantConfig, req: &Request, body: &[u8]) -> Result<(), WebhookError> {
+    if tenant.webhook_secrets.is_empty() {
+        // A setting, not an event: said once per process, not on every delivery.
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::warn!(tenant = %tenant.id, "no webhook secret configured: every delivery is refused");
+        });
+    }
+    signature::verify(
+        &tenant.webhook_secrets,
+        header(req, "x-hub-signature-256"),
+        body,
+    )
+    .map_err(|p| match p {
+        SignatureProblem::Missing => WebhookError::MissingSignature,
+        SignatureProblem::Invalid => WebhookError::InvalidSignature,
+    })
+}
+
+/// Step 5: one `webhook.dispatch` job, queued (deployed) or run before the answer (inline).
+async fn submit(
+    state: &AppState,
+    tenant: &TenantConfig,
+    event: String,
+    delivery: &str,
+    payload: Value,
+) -> Result<(StatusCode, Value), WebhookError> {
     let job = Job::WebhookDispatch {
         tenant: tenant.id.clone(),
         event: event.clone(),

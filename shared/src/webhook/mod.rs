@@ -1,8 +1,8 @@
-//! GitHub webhooks: the endpoint ([`handler`]: tenant, [`signature`], installation, one
-//! `webhook.dispatch` job) and the routing of verified deliveries (run by the worker).
+//! GitHub webhooks' endpoint ([`handler`]: tenant, [`signature`], installation, one
+//! `webhook.dispatch` job). The routing of verified deliveries is the worker's
+//! (`crate::worker::routing`): it runs when the job runs.
 
 pub mod handler;
-pub mod routing;
 pub mod signature;
 
-pub use handler::{WebhookError, handle};
+pub use handler::{WebhookError, handle, serve};

@@ -18,9 +18,8 @@ use serde_json::{Value, json};
 use shared::api::read::search::Tier;
 use shared::app::AppState;
 use shared::config::{ReadConfig, Secret, SyncConfig, TenantConfig, TenantId};
-use shared::jobs::Tenants;
-use shared::jobs::adapter::JobsAdapter;
 use shared::sync::workspace::RunOptions;
+use shared::tenants::Tenants;
 use sqlx::PgPool;
 use syncplane_tests::apigw::{reply, request};
 use syncplane_tests::db::TestDb;
@@ -276,7 +275,7 @@ fn state(db: &TestDb) -> AppState {
         RunOptions::default(),
     ));
     AppState {
-        jobs: JobsAdapter::Inline(tenants.clone()),
+        jobs: shared::worker::inline(tenants.clone()),
         tenants,
         default_tenant: id,
     }

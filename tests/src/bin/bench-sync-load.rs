@@ -42,10 +42,11 @@ use rand::SeedableRng;
 use rand::seq::SliceRandom;
 use serde::{Deserialize, Serialize};
 use shared::config::TenantId;
-use shared::jobs::worker::Worker;
-use shared::jobs::{Job, RepoRef, Tenants};
+use shared::jobs::{Job, RepoRef};
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::RunOptions;
+use shared::tenants::Tenants;
+use shared::worker::Worker;
 use syncplane_tests::bench::{ConnectionSampler, Row, print_table};
 use syncplane_tests::db::TestDb;
 use syncplane_tests::fake_github::FakeGithub;
@@ -122,7 +123,7 @@ async fn worker() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let jobs = shared::jobs::sqs::jobs_adapter(&config, tenants.clone()).await;
+    let jobs = shared::worker::jobs_adapter(&config, tenants.clone()).await;
     let worker = Worker::new(tenants, jobs);
     let queue_url = std::env::var("SQS_QUEUE_URL").unwrap_or_default();
     let queue = Queue::open(&queue_url);

@@ -27,12 +27,12 @@ use std::time::{Duration, Instant};
 
 use shared::config::{SyncConfig, TenantId};
 use shared::github::{ClientOptions, GithubClient};
-use shared::jobs::fan_out::fan_out_full;
 use shared::jobs::sqs::SqsAdapter;
 use shared::sync::full::sync_all;
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::{RunOptions, Workspace};
 use shared::sync::{RepoOutcome, sync_repository};
+use shared::worker::fan_out::fan_out_full;
 use syncplane_tests::db::TestDb;
 use syncplane_tests::fake_github::{Change, Endpoint, FakeGithub};
 use syncplane_tests::rows::{changed, row_versions};

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use shared::api::ApiError;
 use shared::github::GithubError;
+use shared::http::HttpError;
 use shared::ingest::IngestError;
 use shared::schema::SchemaBehind;
 use shared::secrets::{PARAMETER_SUFFIX, SECRET_ARN_SUFFIX, SECRET_VARIABLES};
@@ -253,7 +254,7 @@ fn every_ingest_error_is_in_the_wire_contract() {
         .map(|e| (e.status().as_u16(), code_cell(e.code())))
         .collect();
     let behind = schema_behind();
-    answered.insert((behind.status().as_u16(), code_cell(Some(behind.code()))));
+    answered.insert((behind.status().as_u16(), code_cell(behind.code())));
     assert_eq!(
         documented, answered,
         "the wire contract's table of answers (status, code) must be exactly what the ingest function answers"
@@ -285,7 +286,7 @@ fn the_hello_ack_in_the_wire_contract_is_the_servers() {
     let shown: Value = serde_json::from_str(block).expect("the hello-ack block is JSON");
     assert_eq!(
         shown,
-        shared::envelope::success(shared::ingest::handler::hello_ack())
+        shared::http::envelope::success(shared::ingest::handler::hello_ack())
     );
     // The limits the prose quotes are the served ones.
     for limit in [
@@ -315,7 +316,7 @@ fn every_error_code_of_the_http_functions_is_in_the_readme() {
         .map(ApiError::code)
         .chain(webhook_errors().iter().map(WebhookError::code))
         .chain(ingest_errors().iter().filter_map(IngestError::code))
-        .chain([schema_behind().code()])
+        .chain(schema_behind().code())
         .collect();
     let missing: Vec<&str> = codes
         .into_iter()
@@ -553,7 +554,7 @@ fn every_relative_link_of_the_readme_and_docs_resolves_inside_the_repository() {
 
 /// Event names the webhook's routing matches on (`("push", _) => ...` arms of its `match`).
 fn routed_events() -> BTreeSet<String> {
-    let source = read("shared/src/webhook/routing.rs");
+    let source = read("shared/src/worker/routing.rs");
     source
         .lines()
         .filter_map(|l| l.trim_start().strip_prefix("(\""))

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use shared::config::{GithubAppConfig, SyncConfig};
 use shared::github::{ClientOptions, GithubClient, GithubError, RepoInfo};
-use shared::jobs::Tenants;
 use shared::sync::workspace::RunOptions;
 use shared::sync::{RepoOutcome, sync_repository};
+use shared::tenants::Tenants;
 use sqlx::PgPool;
 use syncplane_tests::db::TestDb;
 use syncplane_tests::fake_github::{Endpoint, FakeGithub};

@@ -522,24 +522,32 @@ fn ok() -> Response<Body> {
     Response::new(Body::Text(r#"{"success":true,"data":{}}"#.into()))
 }
 
+/// What an HTTP surface's `serve` does first: the schema check, then the handler (here [`ok`]).
+async fn guarded(guard: &SchemaGuard, pool: &sqlx::PgPool) -> Response<Body> {
+    match guard.check(pool).await {
+        Ok(()) => ok(),
+        Err(behind) => shared::http::error_response(&behind),
+    }
+}
+
 #[tokio::test]
 async fn a_function_on_a_schema_behind_its_build_answers_503_schema_behind() {
     let db = TestDb::empty().await;
     let guard = SchemaGuard::with_recheck(Duration::ZERO);
-    let r = reply(guard.serve(&db.pool, async { ok() }).await);
+    let r = reply(guarded(&guard, &db.pool).await);
     assert_eq!(r.status, 503);
     assert_eq!(r.code(), Some("schema_behind"));
     assert!(r.headers.contains_key("retry-after"));
 
     // The migration lands: the next request is served, and the answer is remembered.
     migrate_locked(&db.pool).await.unwrap();
-    let r = reply(guard.serve(&db.pool, async { ok() }).await);
+    let r = reply(guarded(&guard, &db.pool).await);
     assert_eq!(r.status, 200);
     sqlx::query("DROP TABLE _sqlx_migrations")
         .execute(&db.pool)
         .await
         .unwrap();
-    let r = reply(guard.serve(&db.pool, async { ok() }).await);
+    let r = reply(guarded(&guard, &db.pool).await);
     assert_eq!(
         r.status, 200,
         "a current schema is checked once per environment"
@@ -561,11 +569,7 @@ async fn the_real_handlers_answer_503_not_500_on_an_unmigrated_database() {
         &[("authorization", "Bearer spd_x")],
         None,
     );
-    let r = reply(
-        guard
-            .serve(&db.pool, shared::ingest::handle(&state, req))
-            .await,
-    );
+    let r = reply(shared::ingest::serve(&state, &guard, req).await);
     assert_eq!((r.status, r.code()), (503, Some("schema_behind")));
 
     // A schema missing only the newest migration is behind too, and says how far.

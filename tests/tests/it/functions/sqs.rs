@@ -8,10 +8,11 @@ use aws_lambda_events::event::sqs::SqsMessage;
 use aws_sdk_sqs::types::QueueAttributeName;
 use shared::config::TenantId;
 use shared::jobs::adapter::JobsAdapter;
-use shared::jobs::worker::Worker;
-use shared::jobs::{Job, RepoRef, Tenants};
+use shared::jobs::{Job, RepoRef};
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::RunOptions;
+use shared::tenants::Tenants;
+use shared::worker::Worker;
 
 pub use syncplane_tests::sqs::Queue;
 
@@ -129,7 +130,7 @@ fn worker_with_unreachable_tenant() -> Worker {
         vec![(config, pool, None)],
         RunOptions::default(),
     ));
-    Worker::new(tenants.clone(), JobsAdapter::Inline(tenants))
+    Worker::new(tenants.clone(), shared::worker::inline(tenants))
 }
 
 #[tokio::test]

@@ -6,9 +6,8 @@ use std::time::Duration;
 
 use shared::app::AppState;
 use shared::config::{GithubAppConfig, Secret, SyncConfig, TenantConfig, TenantId};
-use shared::jobs::Tenants;
-use shared::jobs::adapter::JobsAdapter;
 use shared::sync::workspace::RunOptions;
+use shared::tenants::Tenants;
 
 use crate::engine::World;
 
@@ -64,7 +63,7 @@ pub fn state_of(w: &World, tenants: Vec<TenantConfig>) -> AppState {
         },
     ));
     AppState {
-        jobs: JobsAdapter::Inline(tenants.clone()),
+        jobs: shared::worker::inline(tenants.clone()),
         tenants,
         default_tenant,
     }

@@ -314,7 +314,7 @@ async fn with_the_queue_a_busy_repository_without_a_row_is_refused_before_queuei
         _ => None,
     })
     .unwrap();
-    st.jobs = shared::jobs::sqs::jobs_adapter(&config, st.tenants.clone()).await;
+    st.jobs = shared::worker::jobs_adapter(&config, st.tenants.clone()).await;
     let held = HeldLock::try_acquire(&w.db.pool, repo_key(id as i64))
         .await
         .unwrap()
@@ -331,12 +331,12 @@ async fn a_tenant_without_a_github_app_answers_503_after_the_configuration_check
     let mut config = tenant(&w, "default", &[], w.installation, SyncConfig::default());
     config.github = None;
     config.sync.exclude = vec![shared::config::RepoPattern::parse("acme/*").unwrap()];
-    let tenants = std::sync::Arc::new(shared::jobs::Tenants::from_parts(
+    let tenants = std::sync::Arc::new(shared::tenants::Tenants::from_parts(
         vec![(config.clone(), w.db.pool.clone(), None)],
         shared::sync::workspace::RunOptions::default(),
     ));
     let st = AppState {
-        jobs: shared::jobs::adapter::JobsAdapter::Inline(tenants.clone()),
+        jobs: shared::worker::inline(tenants.clone()),
         tenants,
         default_tenant: config.id.clone(),
     };

@@ -7,11 +7,12 @@ use std::time::Duration;
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use chrono::{DateTime, Utc};
 use shared::config::{Secret, SyncConfig, TenantConfig, TenantId};
+use shared::jobs::Job;
 use shared::jobs::adapter::JobsAdapter;
-use shared::jobs::{Job, Tenants};
-use shared::scheduler::tick::{TickFunction, run_tick};
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::RunOptions;
+use shared::tenants::Tenants;
+use shared::worker::tick::{TickFunction, run_tick};
 use sqlx::PgPool;
 use syncplane_tests::db::TestDb;
 

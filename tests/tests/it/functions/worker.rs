@@ -8,10 +8,12 @@ use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use chrono::Utc;
 use shared::config::{GithubAppConfig, Secret, SyncConfig, TenantConfig, TenantId};
 use shared::jobs::adapter::JobsAdapter;
-use shared::jobs::worker::{Verdict, Worker};
-use shared::jobs::{Job, RepoRef, Tenants, pause};
+use shared::jobs::{Job, RepoRef};
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::RunOptions;
+use shared::tenants::Tenants;
+use shared::worker::pause;
+use shared::worker::{Verdict, Worker};
 use syncplane_tests::fake_github::{Change, Endpoint, Fault, GraphqlFault};
 
 use super::sqs::Queue;
@@ -80,7 +82,7 @@ async fn only_the_failing_message_is_named_in_batch_item_failures() {
     let w = World::new().await;
     w.repo("acme/docs", &[("docs/a.md", "# A\n")]);
     let tenants = tenants_of(&w, SyncConfig::default());
-    let worker = Worker::new(tenants.clone(), JobsAdapter::Inline(tenants));
+    let worker = Worker::new(tenants.clone(), shared::worker::inline(tenants));
     // The repository listing answers 500 every time: a retryable failure of that job only.
     w.gh.fault(Endpoint::Repo, Fault::Status(500), None);
     let mut event = SqsEvent::default();
@@ -124,7 +126,7 @@ async fn a_repository_job_that_succeeds_is_not_named() {
     let w = World::new().await;
     w.repo("acme/docs", &[("docs/a.md", "# A\n")]);
     let tenants = tenants_of(&w, SyncConfig::default());
-    let worker = Worker::new(tenants.clone(), JobsAdapter::Inline(tenants));
+    let worker = Worker::new(tenants.clone(), shared::worker::inline(tenants));
     let mut event = SqsEvent::default();
     event.records = vec![job_message("one", &repo_job("acme", "docs"))];
     assert!(worker.handle(event).await.batch_item_failures.is_empty());
@@ -265,7 +267,7 @@ async fn a_pause_keeps_the_later_end_of_two_workers() {
 async fn a_paused_job_without_a_queue_is_named_for_redelivery() {
     let w = World::new().await;
     let tenants = tenants_of(&w, SyncConfig::default());
-    let worker = Worker::new(tenants.clone(), JobsAdapter::Inline(tenants));
+    let worker = Worker::new(tenants.clone(), shared::worker::inline(tenants));
     pause::record(
         &w.db.pool,
         w.installation as i64,
@@ -293,7 +295,7 @@ async fn a_full_sync_through_sqs_fans_out_one_repo_job_per_selected_repository()
     };
     // acme/gone is stored, then deleted upstream: the fan-out's listing applies the removal rule.
     let tenants = tenants_of(&w, config);
-    let inline = Worker::new(tenants.clone(), JobsAdapter::Inline(tenants.clone()));
+    let inline = Worker::new(tenants.clone(), shared::worker::inline(tenants.clone()));
     assert_eq!(
         inline.run_job(&repo_job("acme", "gone")).await,
         Verdict::Done
@@ -403,7 +405,7 @@ async fn the_sample_sqs_batch_runs_through_the_worker() {
     let tenants = tenants_of(&w, SyncConfig::default());
     // One at a time: run concurrently, the sync.repo of a repository with no row yet may find
     // the full sync holding its lock and be (rightly) named as busy.
-    let worker = Worker::new(tenants.clone(), JobsAdapter::Inline(tenants)).with_concurrency(1);
+    let worker = Worker::new(tenants.clone(), shared::worker::inline(tenants)).with_concurrency(1);
     let response = worker.handle(event).await;
     let wire = serde_json::to_value(&response).unwrap();
     assert_eq!(wire, serde_json::json!({"batchItemFailures": []}));
@@ -441,7 +443,7 @@ async fn only_changed_repositories_get_a_sync_repo_message() {
         tenant: tenant("default"),
         trigger: Trigger::Schedule,
     };
-    let inline = Worker::new(tenants.clone(), JobsAdapter::Inline(tenants.clone()));
+    let inline = Worker::new(tenants.clone(), shared::worker::inline(tenants.clone()));
     assert_eq!(inline.run_job(&full).await, Verdict::Done);
 
     let q = Queue::new(30).await;
@@ -483,7 +485,7 @@ async fn a_graphql_rate_limit_in_a_fan_out_records_the_installation_pause() {
         tenant: tenant("default"),
         trigger: Trigger::Schedule,
     };
-    let inline = Worker::new(tenants.clone(), JobsAdapter::Inline(tenants.clone()));
+    let inline = Worker::new(tenants.clone(), shared::worker::inline(tenants.clone()));
     assert_eq!(inline.run_job(&full).await, Verdict::Done);
 
     w.gh.graphql_fault(

@@ -14,13 +14,14 @@ use std::time::Duration;
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use serde_json::Value;
 use shared::config::{Config, TenantConfig, TenantId};
-use shared::jobs::adapter::JobsAdapter;
-use shared::jobs::worker::Worker;
-use shared::jobs::{Job, Tenants};
-use shared::scheduler::tick::TickFunction;
+use shared::jobs::Job;
 use shared::schema::check::build_version;
-use shared::schema::{JobsFunction, JobsSchema, SchemaBehind, migrate_locked};
+use shared::schema::{SchemaBehind, migrate_locked};
 use shared::sync::workspace::RunOptions;
+use shared::tenants::Tenants;
+use shared::worker::Worker;
+use shared::worker::held::{JobsFunction, JobsSchema};
+use shared::worker::tick::TickFunction;
 use syncplane_tests::db::TestDb;
 use syncplane_tests::processes;
 
@@ -187,7 +188,7 @@ async fn only_the_tenant_behind_is_held_back_and_it_runs_once_migrated() {
         ],
         RunOptions::default(),
     ));
-    let worker = Worker::new(tenants.clone(), JobsAdapter::Inline(tenants.clone()));
+    let worker = Worker::new(tenants.clone(), shared::worker::inline(tenants.clone()));
     let schema = JobsSchema::with_recheck(JobsFunction::Worker, Duration::ZERO);
 
     // The events/ batch (tenant "default"), with two jobs of the other tenant.
@@ -263,7 +264,7 @@ async fn with_a_queue_held_back_jobs_go_back_on_it_delayed_so_no_receive_is_spen
         batch.records.len() as u64,
         "every job back on the queue, delayed"
     );
-    assert_eq!(shared::schema::jobs::HELD_DELAY, Duration::from_secs(120));
+    assert_eq!(shared::worker::held::HELD_DELAY, Duration::from_secs(120));
     assert!(!has_table(&behind, "sync_runs").await);
 }
 

@@ -4,11 +4,11 @@
 //! millisecond timestamp, at most 100 metrics per directive, CloudWatch units).
 
 use serde_json::{Value, json};
-use shared::jobs::Tenants;
 use shared::metrics::{capture, validate};
 use shared::sync::full::sync_all;
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::RunOptions;
+use shared::tenants::Tenants;
 use syncplane_tests::{apigw, processes};
 
 use super::Env;

@@ -3,9 +3,11 @@
 
 use serde_json::json;
 use shared::config::{SyncConfig, TenantConfig, TenantId};
-use shared::jobs::{Job, JobOutcome, RepoRef, Tenants, run};
+use shared::jobs::{Job, JobOutcome, RepoRef};
 use shared::sync::runs::{RunStatus, Trigger};
 use shared::sync::workspace::RunOptions;
+use shared::tenants::Tenants;
+use shared::worker::run;
 use syncplane_tests::db::TestDb;
 use syncplane_tests::fake_github::FakeGithub;
 

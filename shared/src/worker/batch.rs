@@ -19,10 +19,15 @@ use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent
 use chrono::Utc;
 use futures::StreamExt;
 
+use super::fan_out::fan_out_full;
+use super::held::{JobsFunction, JobsSchema};
+use super::pause;
+use super::run::run;
+use crate::github::GithubError;
 use crate::jobs::adapter::JobsAdapter;
-use crate::jobs::fan_out::fan_out_full;
 use crate::jobs::sqs::SqsAdapter;
-use crate::jobs::{Job, JobError, JobOutcome, Tenants, pause, run};
+use crate::jobs::{Job, JobError, JobOutcome};
+use crate::tenants::Tenants;
 
 /// Jobs of one batch run at once: each sync holds a lock connection and a working connection,
 /// so two fit the default pool of five with room for the pause checks.
@@ -67,6 +72,7 @@ pub struct Worker {
     tenants: Arc<Tenants>,
     jobs: JobsAdapter,
     concurrency: usize,
+    schema: JobsSchema,
 }
 
 impl Worker {
@@ -77,12 +83,29 @@ impl Worker {
             tenants,
             jobs,
             concurrency: DEFAULT_CONCURRENCY,
+            schema: JobsSchema::new(JobsFunction::Worker),
         }
+    }
+
+    /// The schema check of [`Worker::serve`] (tests: one that re-checks at once).
+    pub fn with_schema(mut self, schema: JobsSchema) -> Self {
+        self.schema = schema;
+        self
     }
 
     pub fn with_concurrency(mut self, concurrency: usize) -> Self {
         self.concurrency = concurrency.max(1);
         self
+    }
+
+    /// What the worker function does with one SQS batch: the jobs of a tenant whose schema is
+    /// behind this build are held back (`held`), the others run ([`Worker::handle`]).
+    pub async fn serve(&self, event: SqsEvent) -> SqsBatchResponse {
+        self.schema
+            .worker_batch(&self.tenants, event, self.queue(), |batch| {
+                self.handle(batch)
+            })
+            .await
     }
 
     /// One SQS batch: the response names only the messages to redeliver.
@@ -97,19 +120,11 @@ impl Worker {
             .await;
         let mut response = SqsBatchResponse::default();
         for (id, verdict) in verdicts {
-            if !verdict.is_failure() {
-                continue;
-            }
-            match id.filter(|id| !id.is_empty()) {
-                Some(id) => {
-                    let mut failure = BatchItemFailure::default();
-                    failure.item_identifier = id;
-                    response.batch_item_failures.push(failure);
-                }
-                None => tracing::error!(
+            if verdict.is_failure() && !name_for_redelivery(&mut response, id) {
+                tracing::error!(
                     verdict = verdict.name(),
                     "a failed message has no id and cannot be named for redelivery"
-                ),
+                );
             }
         }
         response
@@ -213,7 +228,7 @@ impl Worker {
         }
     }
 
-    /// A full sync fans out through the queue; everything else runs as `jobs::run` does.
+    /// A full sync fans out through the queue; everything else runs as [`run`] does.
     async fn execute(&self, job: &Job) -> Result<JobOutcome, JobError> {
         let (Job::SyncFull { tenant, trigger }, JobsAdapter::Sqs(queue)) = (job, &self.jobs) else {
             return run(&self.tenants, job).await;
@@ -222,7 +237,7 @@ impl Worker {
         let Some(fanned) = fan_out_full(&ws, *trigger, queue).await? else {
             return Ok(JobOutcome::Run { report: None });
         };
-        if let (Some(e @ crate::github::GithubError::RateLimited { retry_at, .. }), Some(inst)) =
+        if let (Some(e @ GithubError::RateLimited { retry_at, .. }), Some(inst)) =
             (&fanned.stopped_by, self.installation_of(job))
         {
             // The run is recorded failed (the schedule retries it); other jobs wait for the pause.
@@ -250,10 +265,7 @@ impl Worker {
 
     /// The queue follow-up jobs go to, when jobs are queued.
     pub fn queue(&self) -> Option<&SqsAdapter> {
-        match &self.jobs {
-            JobsAdapter::Sqs(queue) => Some(queue),
-            JobsAdapter::Inline(_) => None,
-        }
+        self.jobs.queue()
     }
 
     /// Send the job back with a delay; without a queue (inline), have it redelivered instead.
@@ -270,4 +282,16 @@ impl Worker {
             },
         }
     }
+}
+
+/// Name message `id` in `batchItemFailures`, so SQS redelivers it; `false` when it has no id
+/// (SQS always sets one) and cannot be named.
+pub(super) fn name_for_redelivery(response: &mut SqsBatchResponse, id: Option<String>) -> bool {
+    let Some(id) = id.filter(|id| !id.is_empty()) else {
+        return false;
+    };
+    let mut failure = BatchItemFailure::default();
+    failure.item_identifier = id;
+    response.batch_item_failures.push(failure);
+    true
 }

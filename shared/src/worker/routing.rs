@@ -22,17 +22,7 @@ pub async fn dispatch(
     let action = payload["action"].as_str().unwrap_or("");
     tracing::info!(delivery, event, action, tenant = %ws.tenant, "routing webhook delivery");
     match (event, action) {
-        ("push", _) => {
-            let repo = repo_from_payload(&payload["repository"])?;
-            let on_default = match (payload["ref"].as_str(), repo.default_branch.as_deref()) {
-                (Some(r), Some(branch)) => r == format!("refs/heads/{branch}"),
-                _ => false,
-            };
-            if !on_default {
-                return Ok(ignored("push to a branch other than the default"));
-            }
-            sync_one(ws, &repo).await
-        }
+        ("push", _) => push(ws, payload).await,
         ("repository", "archived" | "deleted") => {
             let repo = repo_from_payload(&payload["repository"])?;
             remove(ws, repo.github_id).await
@@ -48,39 +38,8 @@ pub async fn dispatch(
             let repo = repo_from_payload(&payload["repository"])?;
             sync_one(ws, &repo).await
         }
-        ("installation_repositories", "removed") => {
-            let mut outcomes = Vec::new();
-            for r in payload["repositories_removed"]
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
-                let id = r["id"]
-                    .as_i64()
-                    .ok_or_else(|| invalid("repositories_removed[].id"))?;
-                outcomes.push(remove(ws, id).await?);
-            }
-            Ok(JobOutcome::Many { outcomes })
-        }
-        ("installation_repositories", "added") => {
-            let mut outcomes = Vec::new();
-            for r in payload["repositories_added"]
-                .as_array()
-                .into_iter()
-                .flatten()
-            {
-                // The event carries no default branch: read the repository itself.
-                let full = r["full_name"]
-                    .as_str()
-                    .ok_or_else(|| invalid("repositories_added[].full_name"))?;
-                let (owner, name) = full
-                    .split_once('/')
-                    .ok_or_else(|| invalid("repositories_added[].full_name"))?;
-                let repo = ws.client.repo(owner, name).await?;
-                outcomes.push(sync_one(ws, &repo).await?);
-            }
-            Ok(JobOutcome::Many { outcomes })
-        }
+        ("installation_repositories", "removed") => repositories_removed(ws, payload).await,
+        ("installation_repositories", "added") => repositories_added(ws, payload).await,
         ("installation", "deleted" | "suspend") => {
             removal::mark_installation_unavailable(&ws.pool).await?;
             Ok(JobOutcome::Ignored {
@@ -97,6 +56,56 @@ pub async fn dispatch(
         ("ping", _) => Ok(ignored("ping")),
         _ => Ok(ignored("event not routed")),
     }
+}
+
+/// A push syncs its repository when it is to the default branch.
+async fn push(ws: &Workspace, payload: &Value) -> Result<JobOutcome, JobError> {
+    let repo = repo_from_payload(&payload["repository"])?;
+    let on_default = match (payload["ref"].as_str(), repo.default_branch.as_deref()) {
+        (Some(r), Some(branch)) => r == format!("refs/heads/{branch}"),
+        _ => false,
+    };
+    if !on_default {
+        return Ok(ignored("push to a branch other than the default"));
+    }
+    sync_one(ws, &repo).await
+}
+
+/// Repositories taken out of the installation are removed.
+async fn repositories_removed(ws: &Workspace, payload: &Value) -> Result<JobOutcome, JobError> {
+    let mut outcomes = Vec::new();
+    for r in payload["repositories_removed"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let id = r["id"]
+            .as_i64()
+            .ok_or_else(|| invalid("repositories_removed[].id"))?;
+        outcomes.push(remove(ws, id).await?);
+    }
+    Ok(JobOutcome::Many { outcomes })
+}
+
+/// Repositories added to the installation are synced.
+async fn repositories_added(ws: &Workspace, payload: &Value) -> Result<JobOutcome, JobError> {
+    let mut outcomes = Vec::new();
+    for r in payload["repositories_added"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        // The event carries no default branch: read the repository itself.
+        let full = r["full_name"]
+            .as_str()
+            .ok_or_else(|| invalid("repositories_added[].full_name"))?;
+        let (owner, name) = full
+            .split_once('/')
+            .ok_or_else(|| invalid("repositories_added[].full_name"))?;
+        let repo = ws.client.repo(owner, name).await?;
+        outcomes.push(sync_one(ws, &repo).await?);
+    }
+    Ok(JobOutcome::Many { outcomes })
 }
 
 fn ignored(reason: &str) -> JobOutcome {

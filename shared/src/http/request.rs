@@ -1,23 +1,8 @@
-//! Small HTTP helpers shared by the HTTP handlers (webhook, sync API, ingest).
+//! Reading a request as API Gateway hands it over: the route path without the stage, the body
+//! bytes, a header, the bearer token.
 
-use http::StatusCode;
 use lambda_http::request::RequestContext;
-use lambda_http::{Body, Request, RequestExt, Response};
-use serde_json::Value;
-
-/// A JSON response with extra headers. Building it cannot fail with these inputs; an empty
-/// response is the fallback rather than a panic.
-pub fn respond(status: StatusCode, body: &Value, headers: &[(&str, &str)]) -> Response<Body> {
-    let mut builder = Response::builder()
-        .status(status)
-        .header("content-type", "application/json");
-    for (name, value) in headers {
-        builder = builder.header(*name, *value);
-    }
-    builder
-        .body(Body::Text(body.to_string()))
-        .unwrap_or_else(|_| Response::new(Body::Empty))
-}
+use lambda_http::{Body, Request, RequestExt};
 
 /// The route path: API Gateway puts a named stage in front of it (`/prod/api/...`).
 pub fn route_path(req: &Request) -> &str {

@@ -1,6 +1,7 @@
-//! The tenants of a process and their workspaces, built once (lazily connected pools, one GitHub
-//! client per installation, its token shared through the tenant's database) and reused across
-//! invocations.
+//! The tenant registry (spec "Jobs and tenants"): the tenants of a process and their
+//! workspaces, built once (lazily connected pools, one GitHub client per installation, its token
+//! shared through the tenant's database) and reused across invocations. A leaf below the jobs,
+//! the worker and the HTTP surfaces, which all look tenants up here.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -10,8 +11,19 @@ use sqlx::PgPool;
 use crate::config::{Config, TenantConfig};
 use crate::db;
 use crate::github::{ClientOptions, GithubClient, GithubError};
-use crate::jobs::JobError;
 use crate::sync::workspace::{RunOptions, Workspace};
+
+/// A tenant that cannot give what was asked of it.
+#[derive(Debug, thiserror::Error)]
+pub enum TenantError {
+    #[error("unknown tenant '{0}'")]
+    Unknown(String),
+    #[error("tenant '{0}' has no GitHub App configured")]
+    GithubNotConfigured(String),
+    /// The App's credentials are unusable: every sync of this tenant stops on it.
+    #[error(transparent)]
+    Github(GithubError),
+}
 
 struct Entry {
     config: TenantConfig,
@@ -104,11 +116,11 @@ impl Tenants {
         self.entries.get(tenant).map(|e| &e.pool)
     }
 
-    pub fn database(&self, tenant: &str) -> Result<DatabaseOnly, JobError> {
+    pub fn database(&self, tenant: &str) -> Result<DatabaseOnly, TenantError> {
         let e = self
             .entries
             .get(tenant)
-            .ok_or_else(|| JobError::UnknownTenant(tenant.to_owned()))?;
+            .ok_or_else(|| TenantError::Unknown(tenant.to_owned()))?;
         Ok(DatabaseOnly {
             pool: e.pool.clone(),
             options: self.options.clone(),
@@ -116,16 +128,16 @@ impl Tenants {
     }
 
     /// The full workspace of a tenant with a GitHub App.
-    pub fn workspace(&self, tenant: &str) -> Result<Workspace, JobError> {
+    pub fn workspace(&self, tenant: &str) -> Result<Workspace, TenantError> {
         let e = self
             .entries
             .get(tenant)
-            .ok_or_else(|| JobError::UnknownTenant(tenant.to_owned()))?;
+            .ok_or_else(|| TenantError::Unknown(tenant.to_owned()))?;
         let client = match e.client() {
             Ok(client) => client.clone(),
-            Err(None) => return Err(JobError::GithubNotConfigured(tenant.to_owned())),
+            Err(None) => return Err(TenantError::GithubNotConfigured(tenant.to_owned())),
             // An unusable key stops every sync of this tenant, like any run-stopping error.
-            Err(Some(err)) => return Err(err.clone().into()),
+            Err(Some(err)) => return Err(TenantError::Github(err.clone())),
         };
         Ok(Workspace {
             tenant: e.config.id.clone(),

@@ -5,7 +5,7 @@
 //!
 //! Per tenant (each has its own database), with one [`SchemaGuard`] each kept for the execution
 //! environment, so a current schema costs nothing after its first check:
-//! - the worker ([`JobsSchema::worker_batch`]) runs none of a behind tenant's messages: it sends
+//! - the worker ([`JobsSchema::worker_batch`], through `Worker::serve`) runs none of a behind tenant's messages: it sends
 //!   each job back to the queue with a [`HELD_DELAY`] delay (a new message, so holding back
 //!   never counts towards the queue's `maxReceiveCount` and drifts to the dead-letter queue, and
 //!   the jobs resume minutes after the migration, not after the 90-minute visibility timeout);
@@ -22,14 +22,16 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, PgPool};
 
-use super::check::{DEFAULT_RECHECK, REMEDY, SchemaBehind, SchemaGuard, behind, behind_on};
+use super::batch::name_for_redelivery;
 use crate::config::{Config, TenantConfig};
+use crate::jobs::Job;
 use crate::jobs::sqs::SqsAdapter;
-use crate::jobs::{Job, Tenants};
+use crate::schema::check::{DEFAULT_RECHECK, REMEDY, SchemaBehind, SchemaGuard, behind, behind_on};
+use crate::tenants::Tenants;
 
 /// How long a held-back job waits on the queue before the worker looks at it again.
 pub const HELD_DELAY: Duration = Duration::from_secs(120);
@@ -163,16 +165,11 @@ impl JobsSchema {
                 if requeued(requeue, &message, tenant).await {
                     continue;
                 }
-                match message.message_id.filter(|id| !id.is_empty()) {
-                    Some(id) => {
-                        let mut failure = BatchItemFailure::default();
-                        failure.item_identifier = id;
-                        response.batch_item_failures.push(failure);
-                    }
-                    None => tracing::error!(
+                if !name_for_redelivery(&mut response, message.message_id) {
+                    tracing::error!(
                         tenant,
                         "a message held back has no id and cannot be named for redelivery"
-                    ),
+                    );
                 }
             }
         }

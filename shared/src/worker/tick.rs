@@ -8,14 +8,16 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::run::inline;
 use crate::config::{Config, JobsBackend};
 use crate::db::DEFAULT_POOL_SIZE;
+use crate::jobs::Job;
 use crate::jobs::adapter::{JobsAdapter, Submitted};
 use crate::jobs::sqs::SqsAdapter;
-use crate::jobs::{Job, Tenants};
 use crate::scheduler;
 use crate::sync::runs::Trigger;
 use crate::sync::workspace::RunOptions;
+use crate::tenants::Tenants;
 
 /// What one tick did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -174,7 +176,7 @@ impl TickFunction {
             (JobsBackend::Sqs { queue_url }, _) => JobsAdapter::Sqs(
                 SqsAdapter::from_env(queue_url, config.sqs_endpoint.as_deref()).await,
             ),
-            (JobsBackend::Inline, _) => JobsAdapter::Inline(tenants.clone()),
+            (JobsBackend::Inline, _) => inline(tenants.clone()),
         };
         let report = run_tick(&tenants, &jobs, true, now).await;
         // These pools live for this tick only.

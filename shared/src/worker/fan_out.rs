@@ -11,8 +11,7 @@
 use serde::Serialize;
 
 use crate::github::{GithubError, RepoInfo};
-use crate::jobs::adapter::SubmitError;
-use crate::jobs::sqs::SqsAdapter;
+use crate::jobs::sqs::{SqsAdapter, SubmitError};
 use crate::jobs::{Job, RepoRef};
 use crate::scheduler;
 use crate::sync::full::{RunReport, remove_unselected, take_listing};

@@ -1,0 +1,22 @@
+//! The side that runs jobs (spec "Jobs and tenants"; docs/design.md "Jobs"), above the mailbox
+//! (`crate::jobs`) and the engine (`crate::sync`): what the worker and tick functions do.
+//!
+//! - [`run`]: one job against its tenant's workspace, and the inline adapter's runner;
+//! - [`routing`]: a verified webhook delivery (`webhook.dispatch`) becomes syncs or removals;
+//! - [`batch`]: the worker function's SQS batch, with partial batch failures;
+//! - [`fan_out`]: a full sync that scales past one invocation through the queue;
+//! - [`pause`]: the installation-wide rate-limit pause shared by every worker;
+//! - [`held`]: the schema check of the functions that run jobs (jobs of a tenant whose schema
+//!   is behind are held back, not run);
+//! - [`tick`]: the tick function, which submits what the schedule says is due.
+
+pub mod batch;
+pub mod fan_out;
+pub mod held;
+pub mod pause;
+pub mod routing;
+pub mod run;
+pub mod tick;
+
+pub use batch::{Verdict, Worker};
+pub use run::{inline, jobs_adapter, run};
