@@ -9,6 +9,7 @@ use std::collections::{HashMap, HashSet};
 use sqlx::{PgConnection, PgPool, Postgres, Transaction};
 
 use crate::github::RepoInfo;
+use crate::sync::failure::{DATABASE_ERROR, REAPED_ERROR};
 use crate::sync::listings::{self, Listing, Listings};
 use crate::sync::parse::{CodeOwnersRule, ParsedDocument};
 use crate::sync::selection::Warning;
@@ -49,10 +50,7 @@ struct RepoMarkers {
 }
 
 /// The error codes of failed runs whose writes may nevertheless have committed.
-const COMMITTED_ANYWAY: &[&str] = &[
-    crate::sync::coalescing::DATABASE_ERROR,
-    crate::sync::reaper::REAPED_ERROR,
-];
+const COMMITTED_ANYWAY: &[&str] = &[DATABASE_ERROR, REAPED_ERROR];
 
 pub async fn load(pool: &PgPool, github_id: i64) -> Result<Stored, sqlx::Error> {
     // Failed runs are few (a partial index serves them); the check costs no extra round trip.
