@@ -368,15 +368,7 @@ async fn write_plan(cx: Ctx<'_>, ready: Ready<'_>) -> Result<RepoOutcome, SyncEr
         Markers::default()
     };
     if !deferred.is_empty() {
-        warnings.push(Warning {
-            path: String::new(),
-            reason: SkipReason::MoreWarnings,
-            detail: Some(format!(
-                "{} files deferred to the next pass (fetch budget of {} MiB per pass)",
-                deferred.len(),
-                fetch::FETCH_BUDGET_BYTES / (1024 * 1024)
-            )),
-        });
+        warnings.push(deferred_warning(deferred.len()));
     }
     let error = (!failed.is_empty()).then(|| {
         let f = RepoFailure::FetchIncomplete;
@@ -412,6 +404,18 @@ async fn write_plan(cx: Ctx<'_>, ready: Ready<'_>) -> Result<RepoOutcome, SyncEr
             failure: RepoFailure::FetchIncomplete,
             counts,
         })
+    }
+}
+
+/// The warning that says how many files wait for the next pass.
+fn deferred_warning(files: usize) -> Warning {
+    Warning {
+        path: String::new(),
+        reason: SkipReason::MoreWarnings,
+        detail: Some(format!(
+            "{files} files deferred to the next pass (fetch budget of {} MiB per pass)",
+            fetch::FETCH_BUDGET_BYTES / (1024 * 1024)
+        )),
     }
 }
 
