@@ -8,6 +8,11 @@
 //!
 //! Secrets (the key, JWTs, installation tokens) never reach a log line or `Debug` output; requests
 //! are logged at debug with method, path, status and the remaining rate limit.
+//!
+//! Files import one way, bottom up: `message`, `rate_limit` and `error` (reading GitHub's
+//! answers); `urls`, `usage`, `model`, `jwt`, `pagination` and the `token*` files; `transport`
+//! (one HTTP round trip, the request and answer types); `client` (credentials, rate-limit waits,
+//! the REST endpoints); then `graphql` and `graphql_heads` on top of the client.
 
 mod client;
 mod error;
