@@ -6,29 +6,26 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::Utc;
-use http::header::{ACCEPT, AUTHORIZATION, ETAG, HeaderValue, IF_NONE_MATCH, LINK};
-use http::{HeaderMap, Method, StatusCode};
-use serde::de::DeserializeOwned;
+use http::header::{ETAG, LINK};
+use http::{Method, StatusCode};
 use tokio::sync::watch;
 use tracing::{debug, info, warn};
 use url::Url;
 
-use super::error::{AuthKind, Failure, GithubError, classify, from_transport};
+use super::error::{AuthKind, Failure, GithubError, classify};
 use super::jwt::AppSigner;
 use super::model::{
     HeadCheck, Installation, RawAccessToken, RawBranch, RawInstallation, RawInstallationRepos,
-    RawRepo, RepoInfo, Tree, verify_blob,
+    RawRepo, RawTree, RepoInfo, Tree, verify_blob,
 };
 use super::pagination::next_link;
 use super::rate_limit::{Decision, RateLimit, RateLimitHit, decide};
 use super::token::{CachedToken, DEFAULT_REFRESH_MARGIN, IssuedToken, TokenSlot};
 use super::token_store::TokenStore;
-use super::usage::{RequestKind, Usage, UsageCounters};
+use super::transport::{Call, RAW, Reply, Transport, Waits, decode, expect_status, is_pass};
+use super::urls;
+use super::usage::{RequestKind, Usage};
 use crate::config::{GithubAppConfig, Secret};
-
-const JSON: &str = "application/vnd.github+json";
-const RAW: &str = "application/vnd.github.raw+json";
-const API_VERSION: &str = "2022-11-28";
 
 /// Tunables; the defaults suit production, tests shorten them.
 #[derive(Debug, Clone)]
@@ -67,10 +64,8 @@ pub struct GithubClient {
 }
 
 struct Inner {
-    /// Built on the first request: loading the TLS roots costs tens of milliseconds, which a
-    /// function that never calls GitHub (the webhook answers before any job runs) should not
-    /// pay at cold start.
-    http: std::sync::OnceLock<reqwest::Client>,
+    /// The HTTP round trips, with what they sent and received.
+    transport: Transport,
     base: Url,
     /// The GraphQL endpoint (`GITHUB_GRAPHQL_URL`, else derived from the REST base).
     graphql: Url,
@@ -82,10 +77,6 @@ struct Inner {
     /// The installation token shared with the tenant's other processes; `None`: this process's own.
     store: Option<TokenStore>,
     token_generation: AtomicU64,
-    requests: AtomicU64,
-    usage: UsageCounters,
-    bytes: AtomicU64,
-    last_rate_limit: std::sync::Mutex<Option<RateLimit>>,
     aborted: watch::Sender<bool>,
 }
 
@@ -96,49 +87,6 @@ impl std::fmt::Debug for GithubClient {
             .field("installation_id", &self.inner.installation_id)
             .finish_non_exhaustive()
     }
-}
-
-/// One request to make (the credential is added per attempt).
-pub(super) struct Call {
-    pub(super) method: Method,
-    pub(super) url: Url,
-    pub(super) accept: &'static str,
-    pub(super) if_none_match: Option<String>,
-    /// Non-2xx statuses the caller interprets itself (304 on a conditional request, 409 on
-    /// the commits of an empty repository).
-    pub(super) passthrough: &'static [u16],
-    /// A JSON request body (GraphQL); `None` sends none (an empty one on a POST).
-    pub(super) json_body: Option<Vec<u8>>,
-    /// Which API it is, for the per-kind request counts.
-    pub(super) kind: RequestKind,
-}
-
-impl Call {
-    fn get(url: Url) -> Self {
-        Self {
-            method: Method::GET,
-            url,
-            accept: JSON,
-            if_none_match: None,
-            passthrough: &[],
-            json_body: None,
-            kind: RequestKind::Rest,
-        }
-    }
-}
-
-/// An answer whose body has been read.
-pub(super) struct Reply {
-    pub(super) status: StatusCode,
-    pub(super) headers: HeaderMap,
-    pub(super) body: Bytes,
-}
-
-/// Rate-limit waits already taken by one call.
-#[derive(Default)]
-pub(super) struct Waits {
-    waited: Duration,
-    count: u32,
 }
 
 impl GithubClient {
@@ -188,11 +136,11 @@ impl GithubClient {
         let graphql = config
             .graphql_url
             .clone()
-            .unwrap_or_else(|| super::graphql::graphql_url_for(&base));
+            .unwrap_or_else(|| urls::graphql_url_for(&base));
         let (aborted, _) = watch::channel(false);
         Ok(Self {
             inner: Arc::new(Inner {
-                http: std::sync::OnceLock::new(),
+                transport: Transport::new(options.request_timeout, options.connect_timeout),
                 base,
                 graphql,
                 installation_id: config.installation_id,
@@ -202,10 +150,6 @@ impl GithubClient {
                 token: TokenSlot::default(),
                 store,
                 token_generation: AtomicU64::new(0),
-                requests: AtomicU64::new(0),
-                usage: UsageCounters::default(),
-                bytes: AtomicU64::new(0),
-                last_rate_limit: std::sync::Mutex::new(None),
                 aborted,
             }),
         })
@@ -361,7 +305,7 @@ impl GithubClient {
             }
             let reply = self.installation_call(&Call::get(url)).await?;
             expect_status(&reply, StatusCode::OK)?;
-            Tree::try_from(decode::<super::model::RawTree>(&reply.body)?)
+            Tree::try_from(decode::<RawTree>(&reply.body)?)
         })
         .await
     }
@@ -391,27 +335,23 @@ impl GithubClient {
 
     /// HTTP requests sent by this client (and its clones), token exchanges included.
     pub fn requests_made(&self) -> u64 {
-        self.inner.requests.load(Ordering::Relaxed)
+        self.inner.transport.requests()
     }
 
     /// Requests by kind and rate-limit units spent so far by this client (and its clones); a
     /// run reports the difference between two readings ([`Usage::since`]).
     pub fn usage(&self) -> Usage {
-        self.inner.usage.read()
+        self.inner.transport.usage.read()
     }
 
     /// Body bytes received (after content decoding).
     pub fn bytes_received(&self) -> u64 {
-        self.inner.bytes.load(Ordering::Relaxed)
+        self.inner.transport.bytes()
     }
 
     /// The last rate-limit headers seen.
     pub fn rate_limit(&self) -> Option<RateLimit> {
-        self.inner
-            .last_rate_limit
-            .lock()
-            .map(|g| g.clone())
-            .unwrap_or(None)
+        self.inner.transport.rate_limit()
     }
 
     /// Every pending and later call fails with `GithubError::Aborted`.
@@ -449,34 +389,13 @@ impl GithubClient {
     /// `base` + segments, whether or not the base ends in '/' or has a path prefix
     /// (GitHub Enterprise's `/api/v3`). Segments are percent-encoded.
     fn endpoint(&self, segments: &[&str]) -> Result<Url, GithubError> {
-        // No GitHub owner, repository, branch part or SHA is empty, "." or "..": such a name
-        // cannot exist, and must not navigate the path.
-        if segments
-            .iter()
-            .any(|s| s.is_empty() || *s == "." || *s == "..")
-        {
-            return Err(GithubError::NotFound);
-        }
-        let mut url = self.inner.base.clone();
-        {
-            let mut path = url
-                .path_segments_mut()
-                .map_err(|_| GithubError::Transport)?;
-            path.pop_if_empty();
-            path.extend(segments);
-        }
-        Ok(url)
+        urls::endpoint(&self.inner.base, segments)
     }
 
     /// A `rel="next"` target, accepted only on the API's own origin: the installation token
     /// must never be sent elsewhere.
     fn same_origin(&self, next: &str, current: &Url) -> Result<Url, GithubError> {
-        let next = current.join(next).map_err(|_| GithubError::Decode)?;
-        if next.origin() != self.inner.base.origin() || &next == current {
-            warn!(next = %next.path(), "refusing a pagination link off the API origin or looping");
-            return Err(GithubError::Decode);
-        }
-        Ok(next)
+        urls::same_origin(&self.inner.base, next, current)
     }
 
     /// A call authenticated with the App JWT, rate limits waited out within the budget.
@@ -485,6 +404,8 @@ impl GithubClient {
         loop {
             let jwt = Secret::new(self.inner.signer.sign()?);
             let reply = self
+                .inner
+                .transport
                 .send_once(call, &format!("Bearer {}", jwt.expose()))
                 .await?;
             if is_pass(call, reply.status) {
@@ -506,6 +427,8 @@ impl GithubClient {
         loop {
             let token = self.installation_token().await?;
             let reply = self
+                .inner
+                .transport
                 .send_once(call, &format!("token {}", token.token.value.expose()))
                 .await?;
             if is_pass(call, reply.status) {
@@ -533,13 +456,16 @@ impl GithubClient {
     /// budget, except a 304 (GitHub does not charge it) and a rate-limit refusal.
     fn charge_rest(&self, call: &Call, status: StatusCode) {
         if call.kind == RequestKind::Rest && status != StatusCode::NOT_MODIFIED {
-            self.inner.usage.charge(RequestKind::Rest, 1);
+            self.inner.transport.usage.charge(RequestKind::Rest, 1);
         }
     }
 
     /// GraphQL points a query cost (read from its `rateLimit { cost }`).
     pub(super) fn charge_graphql(&self, points: u64) {
-        self.inner.usage.charge(RequestKind::Graphql, points);
+        self.inner
+            .transport
+            .usage
+            .charge(RequestKind::Graphql, points);
     }
 
     fn classify(&self, reply: &Reply, auth: AuthKind) -> Failure {
@@ -638,109 +564,6 @@ impl GithubClient {
             expires_at: raw.expires_at,
         })
     }
-
-    /// The HTTP client, built on first use (two racing first callers may both build one; one wins).
-    fn http(&self) -> Result<&reqwest::Client, GithubError> {
-        if let Some(http) = self.inner.http.get() {
-            return Ok(http);
-        }
-        let mut defaults = HeaderMap::new();
-        defaults.insert(ACCEPT, HeaderValue::from_static(JSON));
-        defaults.insert(
-            "x-github-api-version",
-            HeaderValue::from_static(API_VERSION),
-        );
-        let options = &self.inner.options;
-        let built = reqwest::Client::builder()
-            .user_agent(concat!("syncplane/", env!("CARGO_PKG_VERSION")))
-            .default_headers(defaults)
-            .timeout(options.request_timeout)
-            .connect_timeout(options.connect_timeout)
-            .build()
-            .map_err(|e| {
-                warn!(error = %e, "cannot build the GitHub HTTP client");
-                GithubError::Transport
-            })?;
-        Ok(self.inner.http.get_or_init(|| built))
-    }
-
-    /// One HTTP round trip: counts it, reads the body, records the rate-limit headers.
-    async fn send_once(&self, call: &Call, authorization: &str) -> Result<Reply, GithubError> {
-        let mut auth = HeaderValue::from_str(authorization).map_err(|_| GithubError::Decode)?;
-        auth.set_sensitive(true);
-        let mut request = self
-            .http()?
-            .request(call.method.clone(), call.url.clone())
-            .header(AUTHORIZATION, auth)
-            .header(ACCEPT, call.accept);
-        if let Some(etag) = &call.if_none_match {
-            request = request.header(IF_NONE_MATCH, etag.as_str());
-        }
-        if let Some(body) = &call.json_body {
-            request = request
-                .header(http::header::CONTENT_TYPE, "application/json")
-                .body(body.clone());
-        } else if call.method == Method::POST {
-            // An explicit empty body, so the request carries `Content-Length: 0`.
-            request = request.body(Vec::<u8>::new());
-        }
-
-        self.inner.requests.fetch_add(1, Ordering::Relaxed);
-        self.inner.usage.count(call.kind);
-        let response = request.send().await.map_err(|e| {
-            debug!(method = %call.method, path = call.url.path(), error = %e, "GitHub request failed");
-            from_transport(&e)
-        })?;
-        let status = response.status();
-        let headers = response.headers().clone();
-        let snapshot = RateLimit::from_headers(&headers);
-        if let Some(snap) = &snapshot
-            && let Ok(mut last) = self.inner.last_rate_limit.lock()
-        {
-            *last = Some(snap.clone());
-        }
-        let body = response.bytes().await.map_err(|e| {
-            debug!(method = %call.method, path = call.url.path(), error = %e, "GitHub body broke off");
-            from_transport(&e)
-        })?;
-        self.inner
-            .bytes
-            .fetch_add(body.len() as u64, Ordering::Relaxed);
-        debug!(
-            method = %call.method,
-            path = call.url.path(),
-            status = status.as_u16(),
-            rate_remaining = snapshot.as_ref().map(|s| s.remaining),
-            "GitHub request"
-        );
-        Ok(Reply {
-            status,
-            headers,
-            body,
-        })
-    }
-}
-
-pub(super) fn is_pass(call: &Call, status: StatusCode) -> bool {
-    status.is_success() || call.passthrough.contains(&status.as_u16())
-}
-
-/// The documented success status; any other is unexpected.
-pub(super) fn expect_status(reply: &Reply, expected: StatusCode) -> Result<(), GithubError> {
-    if reply.status == expected {
-        Ok(())
-    } else {
-        Err(GithubError::Unexpected {
-            status: reply.status.as_u16(),
-        })
-    }
-}
-
-fn decode<T: DeserializeOwned>(body: &[u8]) -> Result<T, GithubError> {
-    serde_json::from_slice(body).map_err(|e| {
-        debug!(error = %e, "GitHub body not as documented");
-        GithubError::Decode
-    })
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 use http::{HeaderMap, StatusCode};
 
+use super::message::message_mentions;
 use super::rate_limit::{self, RateLimitHit};
 
 /// Why a GitHub call failed. Messages never carry a token, a JWT or the key.
@@ -146,16 +147,6 @@ pub(crate) fn classify(
         (500..=599, _) => Failure::Error(GithubError::Server { status: code }),
         _ => Failure::Error(GithubError::Unexpected { status: code }),
     }
-}
-
-/// Whether the body's `message` (or, failing JSON, the raw text) mentions `needle`,
-/// case-insensitively.
-pub(crate) fn message_mentions(body: &[u8], needle: &str) -> bool {
-    let text = serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
-        .and_then(|v| v.get("message").and_then(|m| m.as_str()).map(str::to_owned))
-        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-    text.to_ascii_lowercase().contains(needle)
 }
 
 /// Map a transport-level failure (no HTTP answer, or the body broke off).

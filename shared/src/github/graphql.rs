@@ -1,9 +1,8 @@
 //! GitHub's GraphQL API: one POST per query, authenticated with the installation token (issue 10,
 //! Build 2).
 //!
-//! The endpoint is derived from `GITHUB_API_URL` (`https://api.github.com` →
-//! `https://api.github.com/graphql`; GitHub Enterprise's `https://HOST/api/v3` →
-//! `https://HOST/api/graphql`) unless `GITHUB_GRAPHQL_URL` names it.
+//! The endpoint is derived from `GITHUB_API_URL` unless `GITHUB_GRAPHQL_URL` names it (see
+//! `urls`).
 //!
 //! GraphQL has its own points budget. GitHub answers an exhausted one with HTTP 200 and an
 //! `errors` entry of type `RATE_LIMITED` (newer answers: `RATE_LIMIT`); both are waited out or
@@ -16,27 +15,12 @@ use http::{Method, StatusCode};
 use serde::Deserialize;
 use serde_json::Value;
 use tracing::{debug, warn};
-use url::Url;
 
-use super::client::{Call, GithubClient, Reply, Waits, expect_status};
+use super::client::GithubClient;
 use super::error::GithubError;
 use super::rate_limit::{self, RateLimitHit, SECONDARY_DEFAULT_WAIT};
+use super::transport::{Call, Reply, Waits, expect_status};
 use super::usage::RequestKind;
-
-/// The GraphQL endpoint for a REST API base URL.
-pub fn graphql_url_for(api_url: &Url) -> Url {
-    let mut url = api_url.clone();
-    url.set_query(None);
-    url.set_fragment(None);
-    let path = url.path().trim_end_matches('/').to_owned();
-    let graphql = match path.strip_suffix("/v3") {
-        // GitHub Enterprise Server: `/api/v3` → `/api/graphql`.
-        Some(api) if api.ends_with("/api") => format!("{api}/graphql"),
-        _ => format!("{path}/graphql"),
-    };
-    url.set_path(&graphql);
-    url
-}
 
 /// One entry of a GraphQL answer's `errors`.
 #[derive(Debug, Clone, Deserialize, PartialEq, Eq)]
@@ -149,29 +133,6 @@ fn graphql_rate_limit_hit(reply: &Reply) -> RateLimitHit {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_endpoint_follows_the_rest_base() {
-        for (api, graphql) in [
-            ("https://api.github.com", "https://api.github.com/graphql"),
-            ("https://api.github.com/", "https://api.github.com/graphql"),
-            (
-                "https://ghe.example.com/api/v3",
-                "https://ghe.example.com/api/graphql",
-            ),
-            (
-                "https://ghe.example.com/api/v3/",
-                "https://ghe.example.com/api/graphql",
-            ),
-            ("http://127.0.0.1:8080", "http://127.0.0.1:8080/graphql"),
-        ] {
-            assert_eq!(
-                graphql_url_for(&Url::parse(api).unwrap()).as_str(),
-                graphql,
-                "{api}"
-            );
-        }
-    }
 
     #[test]
     fn both_rate_limit_error_types_count() {

@@ -8,25 +8,33 @@
 //!
 //! Secrets (the key, JWTs, installation tokens) never reach a log line or `Debug` output; requests
 //! are logged at debug with method, path, status and the remaining rate limit.
+//!
+//! Files import one way, bottom up: `message`, `rate_limit` and `error` (reading GitHub's
+//! answers); `urls`, `usage`, `model`, `jwt`, `pagination` and the `token*` files; `transport`
+//! (one HTTP round trip, the request and answer types); `client` (credentials, rate-limit waits,
+//! the REST endpoints); then `graphql` and `graphql_heads` on top of the client.
 
 mod client;
 mod error;
 mod graphql;
 mod graphql_heads;
 mod jwt;
+mod message;
 mod model;
 mod pagination;
 mod rate_limit;
 mod token;
 mod token_cipher;
 mod token_store;
+mod transport;
+mod urls;
 mod usage;
 
 pub use client::{ClientOptions, GithubClient};
 pub use error::GithubError;
-pub use graphql::graphql_url_for;
 pub use graphql_heads::{BatchHead, HeadQuery, MAX_IDS_PER_QUERY};
 pub use model::{EntryKind, HeadCheck, Installation, RepoInfo, Tree, TreeEntry, git_blob_sha};
 pub use rate_limit::RateLimit;
 pub use token::DEFAULT_REFRESH_MARGIN;
+pub use urls::graphql_url_for;
 pub use usage::{RequestKind, Usage};

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use http::HeaderMap;
 
-use super::error::message_mentions;
+use super::message::message_mentions;
 
 /// A secondary limit without `retry-after`: GitHub asks for "at least one minute".
 pub(crate) const SECONDARY_DEFAULT_WAIT: Duration = Duration::from_secs(60);

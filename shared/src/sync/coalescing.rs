@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::github::RepoInfo;
+use crate::sync::failure::DATABASE_ERROR;
 use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::repository::{RepoOutcome, SyncError, sync_repository};
 use crate::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
@@ -147,9 +148,6 @@ pub async fn request_sync(
         }
     }
 }
-
-/// The code a run that stopped on a database error records.
-pub const DATABASE_ERROR: &str = "database_error";
 
 /// What a failed run records (fixed codes, never upstream text) and, for a rate limit, when to
 /// retry.

@@ -1,9 +1,18 @@
-//! Failure handling (spec "Failure handling"): what a failed repository records.
+//! Failure handling (spec "Failure handling"): what a failed repository records, and the fixed
+//! codes a failed run records that are not GitHub's.
 //!
 //! A failed repository keeps its stored content and is marked `sync_status = error` with a fixed
-//! message: upstream text never reaches the database or a response, only the logs.
+//! message: upstream text never reaches the database or a response, only the logs. A run that
+//! stopped records a stable code in `sync_runs.error` (GitHub's own, see `GithubError::code`, or
+//! one of the run codes below).
 
 use crate::github::GithubError;
+
+/// The code a run that stopped on a database error records.
+pub const DATABASE_ERROR: &str = "database_error";
+
+/// The code a run the reaper found dead records (spec "Serialization and locks").
+pub const REAPED_ERROR: &str = "run_lost";
 
 /// Why one repository failed, each with a stable code and a fixed message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

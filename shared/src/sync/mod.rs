@@ -2,10 +2,10 @@
 //!
 //! One module per step of "One repository": `fingerprint`, `scope` (reading the tree: the docs
 //! scope, only what changed, with `listings` storing what it read), `selection`, `fetch` (diff and
-//! fetch), `parse`, `persist`, with `failure` for the fixed messages and `repository` tying the
-//! steps together. Runs: `lock` (serialization), `coalescing` (rerun markers), `runs` (sync_runs
-//! rows and run locks), `full` (full runs and the drain), `head_batch` (their batched GraphQL
-//! head checks), `removal`, `reaper`, `workspace`.
+//! fetch), `parse`, `persist`, with `failure` for the fixed messages and run error codes and
+//! `repository` tying the steps together. Runs: `lock` (serialization), `coalescing` (rerun
+//! markers), `runs` (sync_runs rows and run locks), `full` (full runs and the drain), `head_batch`
+//! (their batched GraphQL head checks), `removal`, `reaper`, `workspace`.
 
 pub mod coalescing;
 pub mod failure;

@@ -5,8 +5,7 @@ use std::time::Duration;
 
 use sqlx::PgPool;
 
-/// The fixed error a reaped run records.
-pub const REAPED_ERROR: &str = "run_lost";
+use crate::sync::failure::REAPED_ERROR;
 
 /// Mark dead runs failed; returns how many were reaped.
 pub async fn reap(pool: &PgPool, grace: Duration) -> Result<u32, sqlx::Error> {

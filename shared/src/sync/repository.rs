@@ -61,6 +61,14 @@ impl From<GithubError> for SyncError {
     }
 }
 
+/// The repository being synced and what every step of its sync uses.
+#[derive(Clone, Copy)]
+struct Ctx<'a> {
+    pool: &'a PgPool,
+    client: &'a GithubClient,
+    repo: &'a RepoInfo,
+}
+
 /// Sync one repository known from the installation listing (or a webhook, or a repo lookup).
 pub async fn sync_repository(
     pool: &PgPool,
@@ -79,14 +87,15 @@ pub async fn sync_repository(
         max_file_bytes: rules.max_file_bytes,
         max_docs: rules.max_docs,
     });
+    let cx = Ctx { pool, client, repo };
     let load_started = std::time::Instant::now();
     let stored = persist::load(pool, repo.github_id).await?;
     let load_time = load_started.elapsed();
 
     let Some(branch) = repo.default_branch.as_deref() else {
-        return empty_repository(pool, repo, &fp).await;
+        return empty_repository(cx, &fp).await;
     };
-    let head = match head_check(pool, client, repo, branch, &stored, &fp).await? {
+    let head = match head_check(cx, branch, &stored, &fp).await? {
         Ok(head) => head,
         Err(outcome) => return Ok(outcome),
     };
@@ -103,7 +112,7 @@ pub async fn sync_repository(
         fingerprint: fp,
         load_time,
     };
-    plan_and_write(pool, client, repo, &rules, planned).await
+    plan_and_write(cx, &rules, planned).await
 }
 
 /// An unchanged repository; `AlreadyCurrent` when the stored content was written by a run recorded
@@ -132,14 +141,13 @@ struct Head {
 /// Step 1, the head check: conditional on the stored ETag (a 304 costs one request and no rate
 /// limit). `Err(outcome)` when the repository is done with already (empty, or failed).
 async fn head_check(
-    pool: &PgPool,
-    client: &GithubClient,
-    repo: &RepoInfo,
+    cx: Ctx<'_>,
     branch: &str,
     stored: &persist::Stored,
     fp: &str,
 ) -> Result<Result<Head, RepoOutcome>, SyncError> {
     let done = |r: Result<RepoOutcome, SyncError>| r.map(Err);
+    let Ctx { client, repo, .. } = cx;
     let answer = client
         .branch_head(&repo.owner, &repo.name, branch, stored.head_etag.as_deref())
         .await;
@@ -150,13 +158,13 @@ async fn head_check(
             // no documents; anything else is a per-repository failure (never a removal).
             return done(
                 match client.is_empty_repository(&repo.owner, &repo.name).await {
-                    Ok(true) => empty_repository(pool, repo, fp).await,
-                    Ok(false) => fail(pool, repo, RepoFailure::NotFound).await,
-                    Err(e) => github_failure(pool, repo, e).await,
+                    Ok(true) => empty_repository(cx, fp).await,
+                    Ok(false) => fail(cx, RepoFailure::NotFound).await,
+                    Err(e) => github_failure(cx, e).await,
                 },
             );
         }
-        Err(e) => return done(github_failure(pool, repo, e).await),
+        Err(e) => return done(github_failure(cx, e).await),
     };
     match head {
         HeadCheck::NotModified => match (&stored.head_commit_sha, &stored.tree_sha) {
@@ -180,10 +188,8 @@ async fn head_check(
                     tree_sha,
                     etag,
                 })),
-                Ok(HeadCheck::NotModified) => {
-                    done(fail(pool, repo, RepoFailure::UnexpectedAnswer).await)
-                }
-                Err(e) => done(github_failure(pool, repo, e).await),
+                Ok(HeadCheck::NotModified) => done(fail(cx, RepoFailure::UnexpectedAnswer).await),
+                Err(e) => done(github_failure(cx, e).await),
             },
         },
         HeadCheck::Head {
@@ -209,19 +215,18 @@ struct Planned {
 /// Steps 3 to 5 for a repository whose tree or fingerprint changed: read the docs scope (only the
 /// trees that changed), plan, diff, fetch, parse and write.
 async fn plan_and_write(
-    pool: &PgPool,
-    client: &GithubClient,
-    repo: &RepoInfo,
+    cx: Ctx<'_>,
     rules: &SelectionRules<'_>,
     mut p: Planned,
 ) -> Result<RepoOutcome, SyncError> {
+    let Ctx { pool, client, repo } = cx;
     let started = std::time::Instant::now();
     let stored_trees = listings::load(pool, p.stored.id).await?;
     p.load_time += started.elapsed();
     let (owner, name) = (repo.owner.as_str(), repo.name.as_str());
     let root = match scope::read_root(client, owner, name, &p.head.tree_sha, &stored_trees).await {
         Ok(root) => root,
-        Err(e) => return scope_failure(pool, repo, e).await,
+        Err(e) => return scope_failure(cx, e).await,
     };
     let same_fingerprint = p.stored.fingerprint.as_deref() == Some(p.fingerprint.as_str());
     if p.stored.tree_sha.is_some()
@@ -235,7 +240,7 @@ async fn plan_and_write(
     }
     let scope = match scope::read(client, owner, name, root, &stored_trees, rules.docs_path).await {
         Ok(scope) => scope,
-        Err(e) => return scope_failure(pool, repo, e).await,
+        Err(e) => return scope_failure(cx, e).await,
     };
     let started = std::time::Instant::now();
     persist::load_contents(pool, &mut p.stored).await?;
@@ -247,10 +252,15 @@ async fn plan_and_write(
         // Nothing is written: the stored content and markers stay as they were.
         return Err(SyncError::RunStopped(e));
     }
-    let trees = (&scope.used, &stored_trees);
-    let docs_tree_sha = scope.docs_tree_sha.clone();
-    let markers = p.markers(docs_tree_sha);
-    write_plan(pool, repo, &plan, &wanted, fetched, (p, markers), trees).await
+    let ready = Ready {
+        plan: &plan,
+        wanted: &wanted,
+        fetched,
+        markers: p.markers(scope.docs_tree_sha.clone()),
+        load_time: p.load_time,
+        trees: (&scope.used, &stored_trees),
+    };
+    write_plan(cx, ready).await
 }
 
 impl Planned {
@@ -266,14 +276,10 @@ impl Planned {
 }
 
 /// A scope that could not be read fails the repository; stored content and markers stay.
-async fn scope_failure(
-    pool: &PgPool,
-    repo: &RepoInfo,
-    error: ScopeError,
-) -> Result<RepoOutcome, SyncError> {
+async fn scope_failure(cx: Ctx<'_>, error: ScopeError) -> Result<RepoOutcome, SyncError> {
     match error {
-        ScopeError::Truncated => fail(pool, repo, RepoFailure::TreeTruncated).await,
-        ScopeError::Github(e) => github_failure(pool, repo, e).await,
+        ScopeError::Truncated => fail(cx, RepoFailure::TreeTruncated).await,
+        ScopeError::Github(e) => github_failure(cx, e).await,
     }
 }
 
@@ -312,27 +318,46 @@ impl<'a> Wanted<'a> {
     }
 }
 
+/// A plan whose files have been fetched, ready to parse and write.
+struct Ready<'p> {
+    plan: &'p selection::Plan,
+    wanted: &'p Wanted<'p>,
+    fetched: Fetched,
+    /// The markers a complete write stores.
+    markers: Markers,
+    /// Time spent reading the stored state (reported with the write's database time).
+    load_time: std::time::Duration,
+    /// The tree listings the plan used, and the ones stored before it.
+    trees: (&'p Listings, &'p Listings),
+}
+
 /// Step 5: parse what arrived and write it all in one transaction, with the markers of a
 /// complete plan and the tree listings it used (the plan's, and the ones stored before).
-async fn write_plan(
-    pool: &PgPool,
-    repo: &RepoInfo,
-    plan: &selection::Plan,
-    wanted: &Wanted<'_>,
-    fetched: Fetched,
-    (planned, complete_markers): (Planned, Markers),
-    trees: (&Listings, &Listings),
-) -> Result<RepoOutcome, SyncError> {
+async fn write_plan(cx: Ctx<'_>, ready: Ready<'_>) -> Result<RepoOutcome, SyncError> {
+    let Ctx { pool, repo, .. } = cx;
+    let Ready {
+        plan,
+        wanted,
+        fetched,
+        markers: complete_markers,
+        load_time,
+        trees,
+    } = ready;
     let Fetched {
-        mut blobs,
+        blobs,
         failed,
         deferred,
         run_stop: _,
     } = fetched;
-    let mut warnings = plan.warnings.clone();
-    let (documents, keep_paths) = parse_documents(plan, &mut blobs, &mut warnings);
-    let readme = readme_write(plan, wanted.readme_changed, &mut blobs, &mut warnings);
-    let codeowners = codeowners_write(plan, wanted.codeowners_changed, &mut blobs, &mut warnings);
+    let mut arrived = Arrived {
+        plan,
+        blobs,
+        warnings: plan.warnings.clone(),
+    };
+    let (documents, keep_paths) = arrived.documents();
+    let readme = arrived.readme(wanted.readme_changed);
+    let codeowners = arrived.codeowners(wanted.codeowners_changed);
+    let mut warnings = arrived.warnings;
 
     // Complete: store the markers. Incomplete (fetch failures or budget deferral): write what
     // arrived but clear the markers so the next sync re-plans and fetches only what is missing.
@@ -343,15 +368,7 @@ async fn write_plan(
         Markers::default()
     };
     if !deferred.is_empty() {
-        warnings.push(Warning {
-            path: String::new(),
-            reason: SkipReason::MoreWarnings,
-            detail: Some(format!(
-                "{} files deferred to the next pass (fetch budget of {} MiB per pass)",
-                deferred.len(),
-                fetch::FETCH_BUDGET_BYTES / (1024 * 1024)
-            )),
-        });
+        warnings.push(deferred_warning(deferred.len()));
     }
     let error = (!failed.is_empty()).then(|| {
         let f = RepoFailure::FetchIncomplete;
@@ -372,7 +389,7 @@ async fn write_plan(
         },
     )
     .await?;
-    counts.db_time += planned.load_time;
+    counts.db_time += load_time;
     if !deferred.is_empty() {
         // The rest of the files are fetched by another pass: leave a rerun marker.
         sqlx::query("UPDATE repos SET sync_requested_at = COALESCE(sync_requested_at, now()) WHERE github_id = $1")
@@ -390,41 +407,120 @@ async fn write_plan(
     }
 }
 
-/// Parse the fetched documents. Returns them with the paths the plan keeps: everything planned,
-/// minus files that could not be stored (their stale rows would misrepresent the file). Files
-/// that failed to fetch stay: their old rows remain.
-fn parse_documents(
-    plan: &selection::Plan,
-    blobs: &mut HashMap<String, Bytes>,
-    warnings: &mut Vec<Warning>,
-) -> (Vec<DocumentWrite>, HashSet<String>) {
-    let mut documents = Vec::new();
-    for file in &plan.documents {
-        let Some(bytes) = blobs.remove(&file.path) else {
-            continue;
-        };
-        match parse::parse_document(&file.path, &bytes) {
-            Ok(parsed) => documents.push(DocumentWrite {
-                path: file.path.clone(),
-                blob_sha: file.blob_sha.clone(),
-                size: file.size,
-                parsed,
-            }),
-            Err(refusal) => warnings.push(unstorable(file, &refusal)),
+/// The warning that says how many files wait for the next pass.
+fn deferred_warning(files: usize) -> Warning {
+    Warning {
+        path: String::new(),
+        reason: SkipReason::MoreWarnings,
+        detail: Some(format!(
+            "{files} files deferred to the next pass (fetch budget of {} MiB per pass)",
+            fetch::FETCH_BUDGET_BYTES / (1024 * 1024)
+        )),
+    }
+}
+
+/// What arrived for a plan, parsed into what the write stores; files that cannot be stored become
+/// warnings.
+struct Arrived<'p> {
+    plan: &'p selection::Plan,
+    blobs: HashMap<String, Bytes>,
+    warnings: Vec<Warning>,
+}
+
+impl Arrived<'_> {
+    /// Parse the fetched documents. Returns them with the paths the plan keeps: everything planned,
+    /// minus files that could not be stored (their stale rows would misrepresent the file). Files
+    /// that failed to fetch stay: their old rows remain.
+    fn documents(&mut self) -> (Vec<DocumentWrite>, HashSet<String>) {
+        let Self {
+            plan,
+            blobs,
+            warnings,
+        } = self;
+        let mut documents = Vec::new();
+        for file in &plan.documents {
+            let Some(bytes) = blobs.remove(&file.path) else {
+                continue;
+            };
+            match parse::parse_document(&file.path, &bytes) {
+                Ok(parsed) => documents.push(DocumentWrite {
+                    path: file.path.clone(),
+                    blob_sha: file.blob_sha.clone(),
+                    size: file.size,
+                    parsed,
+                }),
+                Err(refusal) => warnings.push(unstorable(file, &refusal)),
+            }
+        }
+        let unstorable: HashSet<&str> = warnings
+            .iter()
+            .filter(|w| w.reason == SkipReason::Unstorable)
+            .map(|w| w.path.as_str())
+            .collect();
+        let keep_paths = plan
+            .documents
+            .iter()
+            .filter(|f| !unstorable.contains(f.path.as_str()))
+            .map(|f| f.path.clone())
+            .collect();
+        (documents, keep_paths)
+    }
+
+    /// The README as planned: parsed when it changed and arrived.
+    fn readme(&mut self, changed: bool) -> ReadmeWrite {
+        match &self.plan.readme {
+            None => ReadmeWrite::Absent,
+            Some(_) if !changed => ReadmeWrite::Keep,
+            Some(file) => match self
+                .blobs
+                .remove(&file.path)
+                .map(|b| parse::parse_document(&file.path, &b))
+            {
+                Some(Ok(parsed)) => ReadmeWrite::Replace(DocumentWrite {
+                    path: file.path.clone(),
+                    blob_sha: file.blob_sha.clone(),
+                    size: file.size,
+                    parsed,
+                }),
+                Some(Err(refusal)) => {
+                    self.warnings.push(unstorable(file, &refusal));
+                    ReadmeWrite::Absent
+                }
+                None => ReadmeWrite::Keep,
+            },
         }
     }
-    let unstorable: HashSet<&str> = warnings
-        .iter()
-        .filter(|w| w.reason == SkipReason::Unstorable)
-        .map(|w| w.path.as_str())
-        .collect();
-    let keep_paths = plan
-        .documents
-        .iter()
-        .filter(|f| !unstorable.contains(f.path.as_str()))
-        .map(|f| f.path.clone())
-        .collect();
-    (documents, keep_paths)
+
+    /// CODEOWNERS as planned: parsed (invalid lines become warnings) when it changed and arrived.
+    fn codeowners(&mut self, changed: bool) -> CodeOwnersWrite {
+        match &self.plan.codeowners {
+            None => CodeOwnersWrite::Absent,
+            Some(_) if !changed => CodeOwnersWrite::Keep,
+            Some(file) => match self
+                .blobs
+                .remove(&file.path)
+                .map(|b| parse::parse_codeowners(&b))
+            {
+                Some(Ok((rules, invalid))) => {
+                    self.warnings.extend(invalid.into_iter().map(|w| Warning {
+                        path: format!("{}:{}", file.path, w.line),
+                        reason: SkipReason::InvalidCodeownersLine,
+                        detail: Some(w.reason),
+                    }));
+                    CodeOwnersWrite::Replace {
+                        path: file.path.clone(),
+                        blob_sha: file.blob_sha.clone(),
+                        rules,
+                    }
+                }
+                Some(Err(refusal)) => {
+                    self.warnings.push(unstorable(file, &refusal));
+                    CodeOwnersWrite::Absent
+                }
+                None => CodeOwnersWrite::Keep,
+            },
+        }
+    }
 }
 
 fn unstorable(file: &PlannedFile, refusal: &impl std::fmt::Display) -> Warning {
@@ -435,78 +531,12 @@ fn unstorable(file: &PlannedFile, refusal: &impl std::fmt::Display) -> Warning {
     }
 }
 
-fn readme_write(
-    plan: &selection::Plan,
-    changed: bool,
-    blobs: &mut HashMap<String, Bytes>,
-    warnings: &mut Vec<Warning>,
-) -> ReadmeWrite {
-    match &plan.readme {
-        None => ReadmeWrite::Absent,
-        Some(_) if !changed => ReadmeWrite::Keep,
-        Some(file) => match blobs
-            .remove(&file.path)
-            .map(|b| parse::parse_document(&file.path, &b))
-        {
-            Some(Ok(parsed)) => ReadmeWrite::Replace(DocumentWrite {
-                path: file.path.clone(),
-                blob_sha: file.blob_sha.clone(),
-                size: file.size,
-                parsed,
-            }),
-            Some(Err(refusal)) => {
-                warnings.push(unstorable(file, &refusal));
-                ReadmeWrite::Absent
-            }
-            None => ReadmeWrite::Keep,
-        },
-    }
-}
-
-fn codeowners_write(
-    plan: &selection::Plan,
-    changed: bool,
-    blobs: &mut HashMap<String, Bytes>,
-    warnings: &mut Vec<Warning>,
-) -> CodeOwnersWrite {
-    match &plan.codeowners {
-        None => CodeOwnersWrite::Absent,
-        Some(_) if !changed => CodeOwnersWrite::Keep,
-        Some(file) => match blobs
-            .remove(&file.path)
-            .map(|b| parse::parse_codeowners(&b))
-        {
-            Some(Ok((rules, invalid))) => {
-                warnings.extend(invalid.into_iter().map(|w| Warning {
-                    path: format!("{}:{}", file.path, w.line),
-                    reason: SkipReason::InvalidCodeownersLine,
-                    detail: Some(w.reason),
-                }));
-                CodeOwnersWrite::Replace {
-                    path: file.path.clone(),
-                    blob_sha: file.blob_sha.clone(),
-                    rules,
-                }
-            }
-            Some(Err(refusal)) => {
-                warnings.push(unstorable(file, &refusal));
-                CodeOwnersWrite::Absent
-            }
-            None => CodeOwnersWrite::Keep,
-        },
-    }
-}
-
 /// An empty repository (no commits, or no default branch): synced as having no documents.
-async fn empty_repository(
-    pool: &PgPool,
-    repo: &RepoInfo,
-    fp: &str,
-) -> Result<RepoOutcome, SyncError> {
+async fn empty_repository(cx: Ctx<'_>, fp: &str) -> Result<RepoOutcome, SyncError> {
     let (counts, _) = persist::write(
-        pool,
+        cx.pool,
         Write {
-            repo,
+            repo: cx.repo,
             docs_folder: None,
             documents: Vec::new(),
             keep_paths: Some(HashSet::new()),
@@ -528,25 +558,19 @@ async fn empty_repository(
 }
 
 /// A GitHub error during one repository: run-stopping errors go up, the rest fail the repository.
-async fn github_failure(
-    pool: &PgPool,
-    repo: &RepoInfo,
-    error: GithubError,
-) -> Result<RepoOutcome, SyncError> {
+async fn github_failure(cx: Ctx<'_>, error: GithubError) -> Result<RepoOutcome, SyncError> {
     if error.is_run_stopping() {
         return Err(SyncError::RunStopped(error));
     }
+    let repo = cx.repo;
     tracing::warn!(repo = %format!("{}/{}", repo.owner, repo.name), error = %error, "repository sync failed");
-    fail(pool, repo, RepoFailure::from_github(&error)).await
+    fail(cx, RepoFailure::from_github(&error)).await
 }
 
 /// Mark the repository failed with its fixed message; stored content and markers stay.
-async fn fail(
-    pool: &PgPool,
-    repo: &RepoInfo,
-    failure: RepoFailure,
-) -> Result<RepoOutcome, SyncError> {
-    persist::refresh_status(pool, repo, Some((failure.code(), failure.message())), None).await?;
+async fn fail(cx: Ctx<'_>, failure: RepoFailure) -> Result<RepoOutcome, SyncError> {
+    let error = Some((failure.code(), failure.message()));
+    persist::refresh_status(cx.pool, cx.repo, error, None).await?;
     Ok(RepoOutcome::Failed {
         failure,
         counts: persist::Counts::default(),

@@ -49,7 +49,7 @@ impl Stop {
         match self {
             Stop::Github(e) => Stopped::github(e),
             Stop::Queue(_) => Stopped::code("queue_error"),
-            Stop::Database(_) => Stopped::code(crate::sync::coalescing::DATABASE_ERROR),
+            Stop::Database(_) => Stopped::code(crate::sync::failure::DATABASE_ERROR),
         }
     }
 }

@@ -410,16 +410,7 @@ pub async fn search(
         .as_deref()
         .map(|c| cursor::decode("search", &fp, c))
         .transpose()?;
-    // An empty or all-stop-word query would match nothing useful (or everything): refuse it.
-    let (terms, excludes, anchors): (i32, bool, Vec<String>) = sqlx::query_as(terms_sql(language))
-        .bind(&req.q)
-        .bind(anchor_words(&req.q))
-        .fetch_one(pool)
-        .await
-        .map_err(db_failure("parse search query"))?;
-    if terms == 0 {
-        return Err(ApiError::EmptyQuery);
-    }
+    let (excludes, anchors) = query_terms(pool, language, &req.q).await?;
     let repo_ids = repo_filter(pool, &req.repos).await?;
     let first = after.as_ref().map_or(Tier::Head, |k| k.tier);
     // The planner does not price reading a vector out of TOAST, so for a common word it prefers
@@ -468,18 +459,42 @@ pub async fn search(
         };
         cursor::encode("search", &fp, &key)
     });
+    let hits = hits_json(pool, rows).await?;
+    Ok(json!({ "query": req.q, "hits": hits, "nextCursor": next, "truncated": truncated }))
+}
+
+/// Parse the query: whether it excludes words, and the words the snippet window is anchored on.
+/// An empty or all-stop-word query would match nothing useful (or everything): it is refused.
+async fn query_terms(
+    pool: &PgPool,
+    language: SearchLanguage,
+    q: &str,
+) -> Result<(bool, Vec<String>), ApiError> {
+    let (terms, excludes, anchors): (i32, bool, Vec<String>) = sqlx::query_as(terms_sql(language))
+        .bind(q)
+        .bind(anchor_words(q))
+        .fetch_one(pool)
+        .await
+        .map_err(db_failure("parse search query"))?;
+    if terms == 0 {
+        return Err(ApiError::EmptyQuery);
+    }
+    Ok((excludes, anchors))
+}
+
+/// The page's hits as JSON, each with the code owners of its path.
+async fn hits_json(pool: &PgPool, rows: Vec<Row>) -> Result<Vec<Value>, ApiError> {
     let mut ids: Vec<i64> = rows.iter().map(|r| r.repo_id).collect();
     ids.sort_unstable();
     ids.dedup();
     let rules = rules_of(pool, &ids).await?;
-    let hits: Vec<Value> = rows
+    Ok(rows
         .into_iter()
         .map(|r| {
             let owners = owners_json(rules.get(&r.repo_id), &r.path);
             hit_json(r, owners)
         })
-        .collect();
-    Ok(json!({ "query": req.q, "hits": hits, "nextCursor": next, "truncated": truncated }))
+        .collect())
 }
 
 /// The ids of the `repo` filters; a name no stored repository has is `unknown_repository`.

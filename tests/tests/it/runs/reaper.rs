@@ -3,8 +3,9 @@
 use std::time::Duration;
 
 use shared::sync::coalescing::{NoRowBusy, request_sync};
+use shared::sync::failure::REAPED_ERROR;
 use shared::sync::lock::{HeldLock, repo_key};
-use shared::sync::reaper::{REAPED_ERROR, reap};
+use shared::sync::reaper::reap;
 use shared::sync::runs::Trigger;
 
 use crate::engine::World;
