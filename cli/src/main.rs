@@ -16,6 +16,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    shared::metrics::install(&config);
     // Not `stdout().lock()`: a lock held across the run's awaits deadlocked with threads that
     // write (issue 12 §2). Each write takes the lock briefly; logs go to stderr anyway.
     let mut stdout = std::io::stdout();

@@ -1,16 +1,20 @@
 //! A function's start (issue 13 §10): what stops it is one human line naming the setting, never
 //! the Debug form Rust prints for an error returned from `main`; a database that does not answer
-//! is said once, at start, with its setting, host and cause.
+//! is said once, at start, with its setting, host and cause. Loading configuration has no side
+//! effect: installing what it says (metrics) is the start-up's, here.
 
 use std::fmt::Display;
 
 use crate::config::Config;
 
-/// Read the configuration (secrets given by reference resolved), or exit with one line.
+/// Read the configuration (secrets given by reference resolved), or exit with one line; then
+/// install what it says for the process (the metric settings, `crate::metrics::install`).
 pub async fn config() -> Config {
-    crate::config::from_env_resolved()
+    let config = crate::config::from_env_resolved()
         .await
-        .or_exit("configuration error")
+        .or_exit("configuration error");
+    crate::metrics::install(&config);
+    config
 }
 
 /// Write `line` to standard error and exit with status 1 (Lambda then reports the init failure;

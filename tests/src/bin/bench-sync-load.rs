@@ -112,6 +112,7 @@ async fn worker() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    shared::metrics::install(&config);
     let tenants = match Tenants::from_config(
         &config,
         shared::db::DEFAULT_POOL_SIZE,

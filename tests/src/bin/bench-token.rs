@@ -45,6 +45,7 @@ async fn main() {
 
 async fn child() {
     let config = shared::config::from_env().expect("child configuration");
+    shared::metrics::install(&config);
     let repo = repo_from_env();
     let (pool, client) = if std::env::var(OWN_TOKEN_ENV).is_ok() {
         let tenant = &config.tenants[0];

@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 use shared::api::ApiError;
+use shared::config::secrets::{PARAMETER_SUFFIX, SECRET_ARN_SUFFIX, SECRET_VARIABLES};
 use shared::github::GithubError;
 use shared::http::HttpError;
 use shared::ingest::IngestError;
 use shared::schema::SchemaBehind;
-use shared::secrets::{PARAMETER_SUFFIX, SECRET_ARN_SUFFIX, SECRET_VARIABLES};
 use shared::webhook::WebhookError;
 
 use crate::deploy::repo_file;

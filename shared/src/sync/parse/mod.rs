@@ -56,7 +56,7 @@ pub enum ParseRefusal {
     NulByte,
     #[error("file is not valid UTF-8")]
     InvalidUtf8,
-    #[error("file is larger than 256 KiB")]
+    #[error("file is larger than {} KiB", MAX_INPUT_BYTES / 1024)]
     TooLarge,
 }
 

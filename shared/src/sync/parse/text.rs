@@ -3,13 +3,10 @@
 
 use super::ParseRefusal;
 
-/// The body text kept for search, in bytes. The engine's file cap is 256 KB too, so this only
-/// bites on unusual inputs; it keeps one document's tsvector far below Postgres's 1 MB limit.
-pub const BODY_TEXT_CAP_BYTES: usize = 256 * 1024;
-
-/// Bytes one file may have: the engine's file cap (`limits.maxFileBytes`, at most 256 KiB), checked
-/// here too so every parser's bounds hold whoever calls it.
-pub const MAX_INPUT_BYTES: usize = crate::config::MAX_FILE_BYTES_CAP as usize;
+/// The body text kept for search ([`BODY_TEXT_CAP_BYTES`]) and the bytes one file may have
+/// ([`MAX_INPUT_BYTES`], the engine's file cap, checked here too so every parser's bounds hold
+/// whoever calls it): the engine's limits (`crate::limits`).
+pub use crate::limits::{BODY_TEXT_CAP_BYTES, MAX_PARSER_INPUT_BYTES as MAX_INPUT_BYTES};
 
 const UTF8_BOM: &str = "\u{feff}";
 

@@ -93,7 +93,8 @@ fn each_function_names_the_variables_vpc_and_permissions_the_template_gives_it()
                 "{krate}: {var} is set by the template"
             );
             assert!(
-                !shared::secrets::SECRET_VARIABLES.contains(&var.as_str()) || var == "DATABASE_URL",
+                !shared::config::secrets::SECRET_VARIABLES.contains(&var.as_str())
+                    || var == "DATABASE_URL",
                 "{krate}: {var} is a secret: name its _SECRET_ARN"
             );
         }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use aws_sdk_ssm::types::ParameterType;
 use shared::config::from_lookup;
-use shared::secrets::{Resolved, SecretStores, resolve};
+use shared::config::secrets::{Resolved, SecretStores, resolve};
 
 fn endpoint() -> String {
     std::env::var("AWS_ENDPOINT_URL").unwrap_or_else(|_| "http://127.0.0.1:4566".into())

@@ -13,10 +13,11 @@ use std::fmt;
 
 use aws_sdk_secretsmanager::config::{BehaviorVersion, Credentials, Region};
 
-use crate::config::{ConfigError, Secret};
+use super::error::ConfigError;
+use super::names::Secret;
 
 /// Every variable that holds a secret, and so may be given by reference.
-/// `DATABASE_PASSWORD` is the password spliced into `DATABASE_URL` (`config`).
+/// `DATABASE_PASSWORD` is the password spliced into `DATABASE_URL` (`config::values`).
 pub const SECRET_VARIABLES: &[&str] = &[
     "DATABASE_URL",
     "DATABASE_PASSWORD",
