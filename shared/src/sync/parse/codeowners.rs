@@ -7,7 +7,7 @@
 
 use serde::Serialize;
 
-use super::ParseRefusal;
+use super::model::ParseRefusal;
 use super::text::decode;
 
 /// One rule. No owners means the pattern unsets ownership for the paths it matches.

@@ -14,7 +14,7 @@ use comrak::arena_tree::NodeEdge;
 use comrak::nodes::{AstNode, NodeValue};
 use comrak::{Anchorizer, Arena, Options};
 
-use super::Heading;
+use super::model::Heading;
 use super::text::{SearchText, html_block_text};
 
 /// What the markdown part of a document yields.

@@ -13,52 +13,17 @@ mod codeowners;
 mod frontmatter;
 mod markdown;
 mod mdx;
+mod model;
 mod owners;
 mod text;
 mod yaml;
 
-use serde::Serialize;
-
 pub use codeowners::{CodeOwnersRule, CodeOwnersWarning, parse_codeowners};
 pub use frontmatter::{MAX_FRONTMATTER_JSON_BYTES, MAX_FRONTMATTER_VALUES};
 pub use markdown::{MAX_HEADINGS, MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
+pub use model::{Heading, ParseRefusal, ParsedDocument};
 pub use owners::{deciding_rule, owners_of};
 pub use text::{BODY_TEXT_CAP_BYTES, MAX_INPUT_BYTES};
-
-/// A parsed markdown or MDX document.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ParsedDocument {
-    /// Frontmatter `title` (a non-empty string), else the first H1, else the file name without
-    /// its extension.
-    pub title: String,
-    /// Always a JSON object; `{}` when there is no frontmatter or it is invalid.
-    pub frontmatter: serde_json::Value,
-    /// Every heading, in document order.
-    pub headings: Vec<Heading>,
-    /// Plain text for full-text search, at most [`BODY_TEXT_CAP_BYTES`].
-    pub body: String,
-    /// Non-fatal notes about this document.
-    pub warnings: Vec<String>,
-}
-
-/// A heading with its GitHub-style anchor (unique within the document).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Heading {
-    pub level: u8,
-    pub text: String,
-    pub anchor: String,
-}
-
-/// Why a file cannot be stored at all.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum ParseRefusal {
-    #[error("file contains a NUL byte, which Postgres text cannot store")]
-    NulByte,
-    #[error("file is not valid UTF-8")]
-    InvalidUtf8,
-    #[error("file is larger than {} KiB", MAX_INPUT_BYTES / 1024)]
-    TooLarge,
-}
 
 /// Parses a markdown (`.md`, README) or MDX (`.mdx`) document. `path` picks the dialect and the
 /// fallback title.

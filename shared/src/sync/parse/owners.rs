@@ -8,7 +8,7 @@
 //! number of segments. Matching is linear in the pattern and path lengths per segment pair, so a
 //! hostile CODEOWNERS file cannot make it exponential.
 
-use super::CodeOwnersRule;
+use super::codeowners::CodeOwnersRule;
 
 /// The rule that decides `path` (the last one that matches), if any.
 pub fn deciding_rule<'r>(rules: &'r [CodeOwnersRule], path: &str) -> Option<&'r CodeOwnersRule> {
@@ -113,7 +113,7 @@ fn glob_segment(glob: &str, text: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::parse_codeowners;
+    use super::super::codeowners::parse_codeowners;
     use super::*;
 
     /// The example file of GitHub's "About code owners", rule for rule (in its order).

@@ -1,7 +1,7 @@
 //! Text-level rules shared by both parsers: what Postgres would refuse, and the search text
 //! builder that keeps a document's tsvector far below Postgres's 1 MB limit.
 
-use super::ParseRefusal;
+use super::model::ParseRefusal;
 
 /// The body text kept for search ([`BODY_TEXT_CAP_BYTES`]) and the bytes one file may have
 /// ([`MAX_INPUT_BYTES`], the engine's file cap, checked here too so every parser's bounds hold
