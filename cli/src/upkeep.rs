@@ -18,7 +18,7 @@ use shared::sync::reaper;
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::{RunOptions, Workspace};
 
-use crate::sync::{SyncResult, finish, summary, tenant_ids};
+use crate::report::{SyncResult, finish, summary, tenant_ids};
 
 /// Which housekeeping command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
