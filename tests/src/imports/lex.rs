@@ -171,7 +171,7 @@ fn raw_string_end(s: &[char], i: usize) -> Option<usize> {
 fn char_end(s: &[char], i: usize) -> Option<usize> {
     match (s.get(i + 1), s.get(i + 2)) {
         (Some('\\'), _) => {
-            let close = s[i + 3..].iter().position(|&c| c == '\'')?;
+            let close = s.get(i + 3..)?.iter().position(|&c| c == '\'')?;
             Some(i + 3 + close + 1)
         }
         (Some(&c), Some('\'')) if c != '\'' => Some(i + 3),

@@ -244,3 +244,45 @@ fn a_parent_naming_its_child_is_no_edge_but_a_child_naming_its_parent_is() {
     assert!(a.file_cycles().is_empty());
     assert_eq!(a.edges[0].path, "super");
 }
+
+#[test]
+fn pub_use_renames_and_macro_crate_paths_resolve() {
+    let a = crate_of(&[
+        ("lib.rs", "pub mod jobs;\npub mod app;\npub mod c;\n"),
+        ("jobs/mod.rs", "pub mod sqs;\n"),
+        ("jobs/sqs.rs", "pub struct SqsAdapter;\n"),
+        ("c.rs", "pub fn f() {}\n"),
+        (
+            "app.rs",
+            concat!(
+                "pub(crate) use crate::jobs as queue;\n",
+                "macro_rules! call { () => { $crate::c::f() }; }\n",
+                "fn g() { let _ = queue::sqs::SqsAdapter; }\n",
+            ),
+        ),
+    ]);
+    assert_eq!(
+        edges(&a),
+        [
+            "app.rs -> jobs/mod.rs @1",
+            "app.rs -> c.rs @2",
+            "app.rs -> jobs/sqs.rs @3",
+        ]
+    );
+}
+
+#[test]
+fn unfinished_input_does_not_panic() {
+    for src in [
+        "'\\",
+        "r#\"",
+        "\"abc",
+        "/* open",
+        "use crate::{a",
+        "'",
+        "b",
+        "r#",
+    ] {
+        let _ = crate_of(&[("lib.rs", src)]);
+    }
+}
