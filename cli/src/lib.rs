@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use shared::config::Config;
 
 pub mod provision;
+pub mod report;
 pub mod search;
 pub mod serve;
 pub mod sync;

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
 use shared::ingest::provision::{self, NewOrg};
+use sqlx::PgPool;
 
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Switch {
@@ -102,6 +103,7 @@ pub enum IngestCommand {
     Demo,
 }
 
+/// Run one `syncplane ingest` command on the first configured tenant's database.
 pub async fn run(
     config: &shared::config::Config,
     cmd: IngestCommand,
@@ -116,41 +118,20 @@ pub async fn run(
             feature_gate,
             frustration,
         } => {
-            let id = provision::create_org(
-                &pool,
-                &NewOrg {
-                    name: &name,
-                    sync_policy: sync_policy.value(),
-                    feature_gate: feature_gate.on(),
-                    frustration_opt_in: frustration.on(),
-                },
-            )
-            .await?;
-            // The id alone on stdout, so scripts can take it; the sentence on stderr.
-            eprintln!("org {id} created");
-            writeln!(out, "{id}")?;
+            let org = NewOrg {
+                name: &name,
+                sync_policy: sync_policy.value(),
+                feature_gate: feature_gate.on(),
+                frustration_opt_in: frustration.on(),
+            };
+            create_org(&pool, &org, out).await?;
         }
         IngestCommand::SetOrg {
             org_id,
             sync_policy,
             feature_gate,
             frustration,
-        } => {
-            let mut found = provision::set_org_flags(
-                &pool,
-                org_id,
-                feature_gate.map(Switch::on),
-                frustration.map(Switch::on),
-            )
-            .await?;
-            if let Some(policy) = sync_policy {
-                found &= provision::set_sync_policy(&pool, org_id, policy.value()).await?;
-            }
-            if !found {
-                anyhow::bail!("org {org_id} not found");
-            }
-            writeln!(out, "org {org_id} updated")?;
-        }
+        } => set_org(&pool, org_id, sync_policy, feature_gate, frustration, out).await?,
         IngestCommand::SetGlobalFeature { state } => {
             provision::set_global_feature(&pool, state.on()).await?;
             writeln!(
@@ -171,16 +152,7 @@ pub async fn run(
             writeln!(out, "compute target {target_id}")?;
         }
         IngestCommand::IssueToken { user_id, label } => {
-            let issued = provision::issue_device_token(&pool, user_id, label.as_deref())
-                .await
-                .with_context(|| format!("user {user_id} not found"))?;
-            // The id on stderr (for revoking later), the token alone on stdout: it is shown this
-            // once and cannot be recovered.
-            eprintln!(
-                "token {} issued; it is shown once and cannot be recovered",
-                issued.id
-            );
-            writeln!(out, "{}", issued.token)?;
+            issue_token(&pool, user_id, label.as_deref(), out).await?;
         }
         IngestCommand::RevokeToken { token_id } => {
             if !provision::revoke_device_token(&pool, token_id).await? {
@@ -188,24 +160,81 @@ pub async fn run(
             }
             writeln!(out, "token {token_id} revoked")?;
         }
-        IngestCommand::Demo => {
-            // The samples' token is public: it must never open a deployed database.
-            if std::env::var("SYNCPLANE_LOCAL").map_or(true, |v| v.is_empty() || v == "0") {
-                anyhow::bail!(
-                    "SYNCPLANE_LOCAL: `ingest demo` provisions the public sample token, for local                      runs only; set SYNCPLANE_LOCAL=1 (scripts/local.sh does) to use it"
-                );
-            }
-            let done = provision::demo(&pool).await?;
-            writeln!(
-                out,
-                "{}",
-                if done {
-                    "demo ingest token provisioned (events/ingest-*.json)"
-                } else {
-                    "demo ingest token already provisioned"
-                }
-            )?;
-        }
+        IngestCommand::Demo => demo(&pool, out).await?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `create-org`: the id alone on stdout, so scripts can take it; the sentence on stderr.
+async fn create_org(pool: &PgPool, org: &NewOrg<'_>, out: &mut dyn Write) -> anyhow::Result<()> {
+    let id = provision::create_org(pool, org).await?;
+    eprintln!("org {id} created");
+    writeln!(out, "{id}")?;
+    Ok(())
+}
+
+/// `set-org`: only the settings given change; an unknown org is an error.
+async fn set_org(
+    pool: &PgPool,
+    org_id: i64,
+    sync_policy: Option<Policy>,
+    feature_gate: Option<Switch>,
+    frustration: Option<Switch>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let mut found = provision::set_org_flags(
+        pool,
+        org_id,
+        feature_gate.map(Switch::on),
+        frustration.map(Switch::on),
+    )
+    .await?;
+    if let Some(policy) = sync_policy {
+        found &= provision::set_sync_policy(pool, org_id, policy.value()).await?;
+    }
+    if !found {
+        anyhow::bail!("org {org_id} not found");
+    }
+    writeln!(out, "org {org_id} updated")?;
+    Ok(())
+}
+
+/// `issue-token`: the id on stderr (for revoking later), the token alone on stdout: it is shown
+/// this once and cannot be recovered.
+async fn issue_token(
+    pool: &PgPool,
+    user_id: i64,
+    label: Option<&str>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let issued = provision::issue_device_token(pool, user_id, label)
+        .await
+        .with_context(|| format!("user {user_id} not found"))?;
+    eprintln!(
+        "token {} issued; it is shown once and cannot be recovered",
+        issued.id
+    );
+    writeln!(out, "{}", issued.token)?;
+    Ok(())
+}
+
+/// `demo`: local runs only. The samples' token is public: it must never open a deployed
+/// database.
+async fn demo(pool: &PgPool, out: &mut dyn Write) -> anyhow::Result<()> {
+    if std::env::var("SYNCPLANE_LOCAL").map_or(true, |v| v.is_empty() || v == "0") {
+        anyhow::bail!(
+            "SYNCPLANE_LOCAL: `ingest demo` provisions the public sample token, for local                      runs only; set SYNCPLANE_LOCAL=1 (scripts/local.sh does) to use it"
+        );
+    }
+    let done = provision::demo(pool).await?;
+    writeln!(
+        out,
+        "{}",
+        if done {
+            "demo ingest token provisioned (events/ingest-*.json)"
+        } else {
+            "demo ingest token already provisioned"
+        }
+    )?;
+    Ok(())
 }

@@ -18,7 +18,7 @@ use shared::sync::runs::Trigger;
 use shared::sync::workspace::{RunOptions, Workspace};
 use shared::tenants::Tenants;
 
-use crate::sync::{SyncResult, finish, summary, tenant_ids};
+use crate::report::{SyncResult, finish, summary, tenant_ids};
 
 /// Which housekeeping command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,6 +7,7 @@ pub mod bench;
 pub mod cli;
 pub mod db;
 pub mod fake_github;
+pub mod imports;
 pub mod openapi;
 pub mod pg_proxy;
 pub mod processes;

@@ -164,7 +164,7 @@ async fn sync_exits_with_the_partial_status_when_some_repositories_fail() {
     assert_eq!(out[0]["report"]["status"], "partial", "{out}");
     assert_eq!(
         code,
-        ExitCode::from(syncplane_cli::sync::EXIT_PARTIAL),
+        ExitCode::from(syncplane_cli::report::EXIT_PARTIAL),
         "{out}"
     );
 }

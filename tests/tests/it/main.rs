@@ -1,6 +1,7 @@
 //! The one integration-test binary: real Postgres, the fake GitHub, the SQS emulator.
 
 mod agent_client;
+mod architecture;
 mod cli;
 mod deploy;
 mod docs;

@@ -23,7 +23,7 @@ async fn sync_json_stays_valid_json_on_stdout_at_every_log_level() {
             .unwrap_or_else(|| panic!("RUST_LOG={level}: syncplane sync hung"));
         assert_eq!(
             status.code(),
-            Some(i32::from(syncplane_cli::sync::EXIT_PARTIAL)),
+            Some(i32::from(syncplane_cli::report::EXIT_PARTIAL)),
             "RUST_LOG={level}: {}",
             out.stderr
         );
