@@ -468,7 +468,7 @@ mod tests {
     fn a_compressible_session_over_4_mib_decoded_is_split_by_the_decoded_cap() {
         let s = typical("big", 40_000);
         let whole = serde_json::to_vec(&WireSession::whole(&s)).unwrap().len();
-        assert!(whole > 4_194_304, "{whole}");
+        assert!(whole > syncplane_contract::MAX_DECODED_BYTES, "{whole}");
         let limits = Limits::default();
         let plan = plan(&[s], Mode::Backfill, "t", &limits, true);
         assert_within(&plan, &limits);
