@@ -21,33 +21,17 @@ use std::io::Write;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 
+use syncplane_contract::MAX_CHUNKS;
+
 use crate::session::{Chunk, LocalEvent, LocalSession, WireEvent, WireSession};
 
-/// The pinned schema version.
-pub const SCHEMA_VERSION: u64 = 2;
-/// A chunk sequence is at most this long (the contract's bound on `chunk.total`).
-pub const MAX_CHUNKS: usize = 1000;
+// The server's caps (a hello-ack's `limits`, the contract's by default) and the pinned schema
+// version, as the planner's callers name them.
+pub use syncplane_contract::{Limits, SCHEMA_VERSION};
+
 /// Below this a decoded envelope cannot gzip past the wire cap (deflate adds at most ~5 bytes
 /// per 64 KiB stored block plus an 18-byte frame), so no trial compression is needed.
 const GZIP_SLACK: usize = 1024;
-
-/// The server's caps (the hello-ack's `limits`; these defaults are the contract's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    pub max_sessions_per_batch: usize,
-    pub max_wire_bytes: usize,
-    pub max_decoded_bytes: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            max_sessions_per_batch: 200,
-            max_wire_bytes: 262_144,
-            max_decoded_bytes: 4_194_304,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
@@ -309,8 +293,8 @@ fn split(
     }
     // Header lengths with the widest chunk numbers, so real pieces are never longer.
     let wide = Chunk {
-        index: MAX_CHUNKS as u32 - 1,
-        total: MAX_CHUNKS as u32,
+        index: MAX_CHUNKS - 1,
+        total: MAX_CHUNKS,
     };
     let first = to_json(&WireSession::chunk_of(
         s,
@@ -334,7 +318,7 @@ fn split(
         len += l;
     }
     ranges.push(start..events.len());
-    if ranges.len() > MAX_CHUNKS {
+    if ranges.len() > MAX_CHUNKS as usize {
         return Err(Unsendable::Oversize);
     }
     let total = ranges.len() as u32;
@@ -484,7 +468,7 @@ mod tests {
     fn a_compressible_session_over_4_mib_decoded_is_split_by_the_decoded_cap() {
         let s = typical("big", 40_000);
         let whole = serde_json::to_vec(&WireSession::whole(&s)).unwrap().len();
-        assert!(whole > 4_194_304, "{whole}");
+        assert!(whole > syncplane_contract::MAX_DECODED_BYTES, "{whole}");
         let limits = Limits::default();
         let plan = plan(&[s], Mode::Backfill, "t", &limits, true);
         assert_within(&plan, &limits);

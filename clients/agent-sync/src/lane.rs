@@ -38,11 +38,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use crate::chunker::{self, Mode, Unsendable};
+use crate::answer::Answer;
+use crate::chunker::{self, Envelope, Mode, Unsendable};
 use crate::clock::Clock;
 use crate::dead_letter::{Class, Ladder};
-use crate::outcome::{Answer, Effect, LaneEffect, Outcome, classify};
-use crate::session::SessionMeta;
+use crate::outcome::{Effect, LaneEffect, Outcome, classify};
+use crate::session::{LocalSession, SessionMeta};
 use crate::state::{Pending, State, StateError};
 use crate::store::{SessionStore, StoreError};
 use crate::transport::{HelloAck, Transport, contradicts_hello};
@@ -133,6 +134,19 @@ pub struct TickReport {
     pub acked: usize,
     /// A pass was full and more work is due now.
     pub more_due: bool,
+}
+
+/// What sending one envelope came to, for the rest of the pass.
+enum Sent {
+    /// Acknowledged: this many sessions are done; the pass goes on.
+    Acked(usize),
+    /// Not acknowledged: the pass ends here.
+    Stopped,
+}
+
+/// The outbox row a sent session came from.
+fn row_of<'r>(rows: &'r [Pending], session_id: &str) -> Option<&'r Pending> {
+    rows.iter().find(|r| r.session_id == session_id)
 }
 
 pub struct Lane<S: SessionStore> {
@@ -385,6 +399,52 @@ impl<S: SessionStore> Lane<S> {
             return Ok(TickReport::default());
         }
         let full = rows.len() == size;
+        let (sessions, sent_rows) = self.hydrate(rows, now)?;
+        let hello = self.hello.unwrap_or(HelloAck::LEGACY);
+        let plan = chunker::plan(
+            &sessions,
+            mode,
+            &self.target,
+            &hello.limits,
+            hello.compression,
+        );
+        drop(sessions);
+        for (id, why) in &plan.unsendable {
+            let outcome = match why {
+                Unsendable::Oversize => Outcome::Oversize,
+                Unsendable::Serialization(_) => Outcome::SerializationFailed,
+            };
+            if let Some(row) = row_of(&sent_rows, id) {
+                self.record(outcome, 1);
+                self.set_aside(row, outcome, now)?;
+            }
+        }
+        let mut report = TickReport {
+            more_due: full,
+            ..TickReport::default()
+        };
+        for envelope in &plan.envelopes {
+            report.envelopes += 1;
+            match self.send(envelope, &sent_rows, now).await? {
+                Sent::Acked(n) => report.acked += n,
+                Sent::Stopped => {
+                    // The rest of the pass waits for the next tick.
+                    report.more_due = false;
+                    break;
+                }
+            }
+        }
+        Ok(report)
+    }
+
+    /// Load the due rows' sessions from the store: those that can be sent, with their rows. A
+    /// session that is gone is forgotten; one that cannot be read is set aside; a failed load
+    /// defers its row.
+    fn hydrate(
+        &mut self,
+        rows: Vec<Pending>,
+        now: i64,
+    ) -> Result<(Vec<LocalSession>, Vec<Pending>), LaneError> {
         let mut sessions = Vec::with_capacity(rows.len());
         let mut sent_rows = Vec::with_capacity(rows.len());
         for row in rows {
@@ -417,87 +477,76 @@ impl<S: SessionStore> Lane<S> {
                 }
             }
         }
-        let hello = self.hello.unwrap_or(HelloAck::LEGACY);
-        let plan = chunker::plan(
-            &sessions,
-            mode,
-            &self.target,
-            &hello.limits,
-            hello.compression,
-        );
-        drop(sessions);
-        let row_of = |id: &str| sent_rows.iter().find(|r| r.session_id == id);
-        for (id, why) in &plan.unsendable {
-            let outcome = match why {
-                Unsendable::Oversize => Outcome::Oversize,
-                Unsendable::Serialization(_) => Outcome::SerializationFailed,
-            };
-            if let Some(row) = row_of(id) {
-                self.record(outcome, 1);
-                self.set_aside(row, outcome, now)?;
-            }
-        }
-        let mut report = TickReport {
-            more_due: full,
-            ..TickReport::default()
+        Ok((sessions, sent_rows))
+    }
+
+    /// Send one envelope and apply its outcome: an ack retires the sessions it completed; any
+    /// other answer ends the pass.
+    async fn send(
+        &mut self,
+        envelope: &Envelope,
+        sent_rows: &[Pending],
+        now: i64,
+    ) -> Result<Sent, LaneError> {
+        let answer = if self.network.is_online() {
+            self.transport.post(envelope).await
+        } else {
+            Answer::NotReady
         };
-        for envelope in &plan.envelopes {
-            let answer = if self.network.is_online() {
-                self.transport.post(envelope).await
-            } else {
-                Answer::NotReady
-            };
-            report.envelopes += 1;
-            let outcome = classify(&answer);
-            let effect = outcome.effect(self.network.is_online());
-            let mut seen = HashSet::new();
-            if effect.ack {
-                let done: Vec<Pending> = envelope
-                    .items
-                    .iter()
-                    .filter(|i| i.chunk.index + 1 == i.chunk.total)
-                    .filter_map(|i| row_of(&i.session_id).cloned())
-                    .collect();
-                self.state.ack(&done)?;
-                for p in &done {
-                    self.ladder.forget(&p.session_id);
-                }
-                self.record(Outcome::Synced, done.len());
-                if self.status == LaneStatus::Parked {
-                    tracing::info!("agent session sync is on again: lane unparked");
-                    self.status = LaneStatus::Running;
-                }
-                report.acked += done.len();
-                continue;
-            }
-            let rows: Vec<&Pending> = envelope
-                .items
-                .iter()
-                .filter(|i| seen.insert(i.session_id.as_str()))
-                .filter_map(|i| row_of(&i.session_id))
-                .collect();
-            if contradicts_hello(&answer)
-                && self.hello_changed().await
-                && now.saturating_sub(self.hello_forgiven_ms) >= HELLO_FORGIVE_EVERY_MS
-            {
-                // The stale hello failed, not the sessions: re-planned next tick, budgets intact.
-                // At most once per window: servers of two builds answering in turn (a rollout)
-                // would otherwise change the hello at every answer and no budget would ever run.
-                self.hello_forgiven_ms = now;
-                self.record(outcome, rows.len());
-                report.more_due = false;
-                break;
-            }
-            let retry_after = match answer {
-                Answer::Http { retry_after, .. } => retry_after.map(|r| r.delay_from(now)),
-                _ => None,
-            };
-            self.fail(&rows, outcome, effect, retry_after, now)?;
-            // The rest of the pass waits for the next tick.
-            report.more_due = false;
-            break;
+        let outcome = classify(&answer);
+        let effect = outcome.effect(self.network.is_online());
+        if effect.ack {
+            return self.acknowledge(envelope, sent_rows).map(Sent::Acked);
         }
-        Ok(report)
+        let mut seen = HashSet::new();
+        let rows: Vec<&Pending> = envelope
+            .items
+            .iter()
+            .filter(|i| seen.insert(i.session_id.as_str()))
+            .filter_map(|i| row_of(sent_rows, &i.session_id))
+            .collect();
+        if contradicts_hello(&answer)
+            && self.hello_changed().await
+            && now.saturating_sub(self.hello_forgiven_ms) >= HELLO_FORGIVE_EVERY_MS
+        {
+            // The stale hello failed, not the sessions: re-planned next tick, budgets intact.
+            // At most once per window: servers of two builds answering in turn (a rollout)
+            // would otherwise change the hello at every answer and no budget would ever run.
+            self.hello_forgiven_ms = now;
+            self.record(outcome, rows.len());
+            return Ok(Sent::Stopped);
+        }
+        let retry_after = match answer {
+            Answer::Http { retry_after, .. } => retry_after.map(|r| r.delay_from(now)),
+            _ => None,
+        };
+        self.fail(&rows, outcome, effect, retry_after, now)?;
+        Ok(Sent::Stopped)
+    }
+
+    /// An acknowledged envelope: the sessions whose last chunk it carried are done. Returns how
+    /// many.
+    fn acknowledge(
+        &mut self,
+        envelope: &Envelope,
+        sent_rows: &[Pending],
+    ) -> Result<usize, LaneError> {
+        let done: Vec<Pending> = envelope
+            .items
+            .iter()
+            .filter(|i| i.chunk.index + 1 == i.chunk.total)
+            .filter_map(|i| row_of(sent_rows, &i.session_id).cloned())
+            .collect();
+        self.state.ack(&done)?;
+        for p in &done {
+            self.ladder.forget(&p.session_id);
+        }
+        self.record(Outcome::Synced, done.len());
+        if self.status == LaneStatus::Parked {
+            tracing::info!("agent session sync is on again: lane unparked");
+            self.status = LaneStatus::Running;
+        }
+        Ok(done.len())
     }
 
     /// Ask hello again after an answer that contradicted the cached one; whether it changed.

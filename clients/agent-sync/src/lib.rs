@@ -8,6 +8,7 @@
 //!
 //! - [`session`]: the local record and the projection that crosses the boundary;
 //! - [`chunker`]: envelopes within the batch size and both byte caps, chunk sequences;
+//! - [`answer`]: what came back from one request, as the transport read it;
 //! - [`transport`]: hello first, gzip only when advertised, a deadline below the server's;
 //! - [`outcome`]: the error taxonomy and what each outcome does;
 //! - [`state`] and [`dead_letter`]: the cursor, the outbox and the dead-letter set in SQLite;
@@ -17,6 +18,7 @@
 //! Embedding: build a [`Transport`] with the ingest base URL and the device token, open the
 //! [`State`] for the signed-in identity and compute target, and run a [`Lane`] over your store.
 
+pub mod answer;
 pub mod chunker;
 pub mod clock;
 pub mod dead_letter;

@@ -22,30 +22,9 @@
 //!
 //! [`classify`] and [`Outcome::effect`] are pure, so the whole table is tested at once.
 
-use crate::transport::RetryAfter;
+use syncplane_contract::code;
 
-/// What came back from one request, as the transport saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    Http {
-        status: u16,
-        /// `error.code` of a failure envelope, when there is one.
-        code: Option<String>,
-        retry_after: Option<RetryAfter>,
-        /// The body was exactly `{"success": true, "data": {"synced": true}}`.
-        exact_success: bool,
-    },
-    /// The device abandoned the request at its own deadline.
-    DeadlineExceeded,
-    /// Connection refused, reset or dropped: thrown, not translated.
-    ConnectionDropped,
-    /// The transport was not ready to send (the device knows it is offline).
-    NotReady,
-    /// No session token to send with.
-    NoToken,
-    /// The payload could not be serialized on the device.
-    Unserializable,
-}
+use crate::answer::Answer;
 
 /// The taxonomy's outcomes (names as the spec writes them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -121,7 +100,7 @@ pub fn classify(answer: &Answer) -> Outcome {
         Answer::Http {
             status: 403, code, ..
         } => match code.as_deref() {
-            Some("feature_disabled") => Outcome::FeatureDisabled,
+            Some(code::FEATURE_DISABLED) => Outcome::FeatureDisabled,
             // `target_not_owned`, no code, or a code this client does not know: never parks.
             _ => Outcome::TargetNotOwned,
         },

@@ -15,6 +15,7 @@
 //! The hello-ack is kept for the lane's life, but an answer that contradicts it (415: the server
 //! no longer takes gzip; 413: its caps are tighter than advertised) makes the lane ask again
 //! ([`contradicts_hello`]). `Retry-After` is read in both of HTTP's forms ([`RetryAfter`]).
+//! What it reads is an [`Answer`] ([`crate::answer`]), which [`crate::outcome`] classifies.
 //!
 //! Spec, "The metadata sync contract": success is exactly `{"success": true, "data": {"synced":
 //! true}}` with no continuation field; anything else is not an ack.
@@ -23,53 +24,24 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use syncplane_contract::header::{BINARY_CONTENT_TYPE, GZIP, JSON_CONTENT_TYPE};
+use syncplane_contract::{COMPRESSION_CAPABILITY, FUNCTION_TIMEOUT_SECS, path};
 
+use crate::answer::{Answer, RetryAfter};
 use crate::chunker::{Envelope, Limits, SCHEMA_VERSION};
-use crate::outcome::Answer;
 
-pub const HELLO_PATH: &str = "/api/agent-sessions/hello";
-pub const SYNC_PATH: &str = "/api/agent-sessions/sync";
+pub const HELLO_PATH: &str = path::HELLO;
+pub const SYNC_PATH: &str = path::SYNC;
 /// The ingest function's ceiling is 10 s; the client gives up 2 s before it.
-pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(8);
+pub const DEFAULT_DEADLINE: Duration = Duration::from_secs(FUNCTION_TIMEOUT_SECS - 2);
 
 /// `Content-Type` and `Content-Encoding` of a body: binary when gzipped, so API Gateway passes
 /// the bytes through base64 instead of handing them to the function as (mangled) text.
 pub fn content_headers(gzip: bool) -> (&'static str, Option<&'static str>) {
     if gzip {
-        ("application/octet-stream", Some("gzip"))
+        (BINARY_CONTENT_TYPE, Some(GZIP))
     } else {
-        ("application/json", None)
-    }
-}
-
-/// A `Retry-After` value: delta-seconds, or an HTTP-date (IMF-fixdate) turned into a delay
-/// against the lane's clock ([`RetryAfter::delay_from`]), since the transport has no clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RetryAfter {
-    Delay(Duration),
-    /// Milliseconds since the Unix epoch.
-    At(i64),
-}
-
-impl RetryAfter {
-    /// `None` for anything else: the lane then waits its default deferral.
-    pub fn parse(value: &str) -> Option<Self> {
-        let v = value.trim();
-        if let Ok(secs) = v.parse::<u64>() {
-            return Some(Self::Delay(Duration::from_secs(secs)));
-        }
-        // RFC 2822 parsing covers IMF-fixdate ("Wed, 21 Oct 2015 07:28:00 GMT").
-        chrono::DateTime::parse_from_rfc2822(v)
-            .ok()
-            .map(|t| Self::At(t.timestamp_millis()))
-    }
-
-    /// How long to wait from `now_ms`; a date in the past means no wait.
-    pub fn delay_from(self, now_ms: i64) -> Duration {
-        match self {
-            Self::Delay(d) => d,
-            Self::At(at) => Duration::from_millis(u64::try_from(at - now_ms).unwrap_or(0)),
-        }
+        (JSON_CONTENT_TYPE, None)
     }
 }
 
@@ -98,11 +70,7 @@ impl HelloAck {
     /// What an old server without hello gets: plain JSON under the contract's caps.
     pub const LEGACY: HelloAck = HelloAck {
         compression: false,
-        limits: Limits {
-            max_sessions_per_batch: 200,
-            max_wire_bytes: 262_144,
-            max_decoded_bytes: 4_194_304,
-        },
+        limits: Limits::CONTRACT,
     };
 }
 
@@ -286,7 +254,7 @@ fn parse_hello(body: &[u8]) -> Option<HelloAck> {
             .map_or(ours, |theirs| ours.min(theirs as usize))
     };
     Some(HelloAck {
-        compression: data["capabilities"]["agentSessionSyncCompression"] == true,
+        compression: data["capabilities"][COMPRESSION_CAPABILITY] == true,
         limits: Limits {
             max_sessions_per_batch: cap("maxSessionsPerBatch", contract.max_sessions_per_batch),
             max_wire_bytes: cap("maxWireBytes", contract.max_wire_bytes),
@@ -353,33 +321,6 @@ mod tests {
             ("application/octet-stream", Some("gzip"))
         );
         assert_eq!(content_headers(false), ("application/json", None));
-    }
-
-    #[test]
-    fn retry_after_is_read_as_delta_seconds_or_an_http_date_against_the_lanes_clock() {
-        let now = chrono::DateTime::parse_from_rfc3339("2015-10-21T07:27:00Z")
-            .unwrap()
-            .timestamp_millis();
-        let secs = RetryAfter::parse(" 120 ").unwrap();
-        assert_eq!(secs, RetryAfter::Delay(Duration::from_secs(120)));
-        assert_eq!(secs.delay_from(now), Duration::from_secs(120));
-        let date = RetryAfter::parse("Wed, 21 Oct 2015 07:28:00 GMT").unwrap();
-        assert_eq!(date.delay_from(now), Duration::from_secs(60));
-        assert_eq!(
-            date.delay_from(now + 61_000),
-            Duration::ZERO,
-            "a past date means no wait"
-        );
-        for junk in [
-            "",
-            "soon",
-            "-5",
-            "1.5",
-            "21 Oct 2015",
-            "Wed, 32 Oct 2015 07:28:00 GMT",
-        ] {
-            assert_eq!(RetryAfter::parse(junk), None, "{junk:?}");
-        }
     }
 
     #[test]

@@ -19,9 +19,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::error::IngestError;
 
 /// Longest a batch waits for a slot before it is refused.
-pub const ADMISSION_WAIT: Duration = Duration::from_millis(100);
+pub const ADMISSION_WAIT: Duration = Duration::from_millis(syncplane_contract::SERVER_BUSY_WAIT_MS);
 /// `Retry-After` of a refusal.
-pub const BUSY_RETRY_AFTER_SECS: u64 = 1;
+pub const BUSY_RETRY_AFTER_SECS: u64 = syncplane_contract::SERVER_BUSY_RETRY_AFTER_SECS;
 
 /// The slots of one process; clones share them.
 #[derive(Clone, Debug)]

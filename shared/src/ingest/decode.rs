@@ -12,8 +12,10 @@ use std::io::Read;
 use flate2::read::MultiGzDecoder;
 use http::HeaderMap;
 
+use syncplane_contract::header::{GZIP, IDENTITY, X_GZIP};
+use syncplane_contract::{MAX_DECODED_BYTES, MAX_WIRE_BYTES};
+
 use super::error::IngestError;
-use super::{MAX_DECODED_BYTES, MAX_WIRE_BYTES};
 
 /// Inflate reads this much at a time.
 const INFLATE_CHUNK: usize = 64 * 1024;
@@ -33,10 +35,10 @@ pub fn content_encoding(headers: &HeaderMap) -> Result<ContentEncoding, IngestEr
             .to_str()
             .map_err(|_| IngestError::UnsupportedEncoding)?;
         for token in text.split(',').map(str::trim) {
-            if token.is_empty() || token.eq_ignore_ascii_case("identity") {
+            if token.is_empty() || token.eq_ignore_ascii_case(IDENTITY) {
                 continue;
             }
-            if token.eq_ignore_ascii_case("gzip") || token.eq_ignore_ascii_case("x-gzip") {
+            if token.eq_ignore_ascii_case(GZIP) || token.eq_ignore_ascii_case(X_GZIP) {
                 gzip_layers += 1;
             } else {
                 return Err(IngestError::UnsupportedEncoding);

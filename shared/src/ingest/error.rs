@@ -3,6 +3,7 @@
 //! always do). Internal detail goes to the logs, never into a response.
 
 use http::StatusCode;
+use syncplane_contract::code;
 
 use crate::http::HttpError;
 
@@ -59,20 +60,21 @@ impl IngestError {
         }
     }
 
-    /// The stable machine-readable code, where the contract gives one.
+    /// The stable machine-readable code, where the contract gives one
+    /// ([`syncplane_contract::code`]).
     pub fn code(&self) -> Option<&'static str> {
         match self {
-            Self::NotFound => Some("not_found"),
-            Self::MethodNotAllowed { .. } => Some("method_not_allowed"),
-            Self::Unauthenticated => Some("unauthenticated"),
+            Self::NotFound => Some(code::NOT_FOUND),
+            Self::MethodNotAllowed { .. } => Some(code::METHOD_NOT_ALLOWED),
+            Self::Unauthenticated => Some(code::UNAUTHENTICATED),
             Self::PayloadTooLarge | Self::BadRequest(_) => None,
-            Self::UnsupportedEncoding => Some("unsupported_encoding"),
-            Self::TargetNotOwned => Some("target_not_owned"),
-            Self::RateLimited { .. } => Some("rate_limited"),
-            Self::ServerBusy { .. } => Some("server_busy"),
-            Self::FeatureDisabled => Some("feature_disabled"),
-            Self::ChunkOutOfSequence => Some("chunk_out_of_sequence"),
-            Self::IngestionFailed => Some("ingestion_failed"),
+            Self::UnsupportedEncoding => Some(code::UNSUPPORTED_ENCODING),
+            Self::TargetNotOwned => Some(code::TARGET_NOT_OWNED),
+            Self::RateLimited { .. } => Some(code::RATE_LIMITED),
+            Self::ServerBusy { .. } => Some(code::SERVER_BUSY),
+            Self::FeatureDisabled => Some(code::FEATURE_DISABLED),
+            Self::ChunkOutOfSequence => Some(code::CHUNK_OUT_OF_SEQUENCE),
+            Self::IngestionFailed => Some(code::INGESTION_FAILED),
         }
     }
 }

@@ -97,8 +97,25 @@ pub async fn write_stored<'a>(
     if sessions.is_empty() {
         return Ok((Vec::new(), Vec::new()));
     }
-    let (mut pks, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
+    let stored = read_stored(tx, &sessions).await?;
+    let mut diff = Diff::default();
+    let none = HashMap::new();
     for s in &sessions {
+        diff.add(s, stored.get(&s.session_pk).unwrap_or(&none));
+    }
+    delete(tx, &diff.gone_pk, &diff.gone_seq).await?;
+    update(tx, &diff.differing).await?;
+    Ok((diff.missing, diff.counts))
+}
+
+/// The stored rows of each session's seq range (all of them for a replacing session), by session
+/// and seq.
+async fn read_stored(
+    tx: &mut Transaction<'_, Postgres>,
+    sessions: &[&StoredSession<'_>],
+) -> Result<HashMap<i64, HashMap<i64, StoredRow>>, IngestError> {
+    let (mut pks, mut lo, mut hi) = (Vec::new(), Vec::new(), Vec::new());
+    for s in sessions {
         pks.push(s.session_pk);
         if s.replace {
             // Every stored event: those outside the new revision go.
@@ -128,14 +145,26 @@ pub async fn write_stored<'a>(
     for r in rows {
         stored.entry(r.0).or_default().insert(r.1, r);
     }
+    Ok(stored)
+}
 
-    let mut missing = Vec::new();
-    let mut differing = Vec::new();
-    let (mut gone_pk, mut gone_seq) = (Vec::new(), Vec::new());
-    let mut counts = Vec::new();
-    let none = HashMap::new();
-    for s in &sessions {
-        let rows = stored.get(&s.session_pk).unwrap_or(&none);
+/// What the stored sessions' events need, found by comparing them with the stored rows.
+#[derive(Default)]
+struct Diff<'a> {
+    /// Seqs not stored: appended by the caller.
+    missing: Vec<SessionEvents<'a>>,
+    /// Stored rows whose values changed: updated.
+    differing: Vec<SessionEvents<'a>>,
+    /// Stored seqs a replacing session does not carry: deleted, by key.
+    gone_pk: Vec<i64>,
+    gone_seq: Vec<i64>,
+    /// Each session's event count where it changed.
+    counts: Vec<(i64, i32)>,
+}
+
+impl<'a> Diff<'a> {
+    /// Compare one session's events of this batch with its stored `rows`.
+    fn add(&mut self, s: &StoredSession<'a>, rows: &HashMap<i64, StoredRow>) {
         let (mut add, mut change) = (Vec::new(), Vec::new());
         for e in &s.events {
             match rows.get(&seq(e)) {
@@ -148,8 +177,8 @@ pub async fn write_stored<'a>(
             let carried: HashSet<i64> = s.events.iter().map(|e| seq(e)).collect();
             for &k in rows.keys() {
                 if !carried.contains(&k) {
-                    gone_pk.push(s.session_pk);
-                    gone_seq.push(k);
+                    self.gone_pk.push(s.session_pk);
+                    self.gone_seq.push(k);
                 }
             }
             // After the replace the session holds exactly this batch's events.
@@ -160,24 +189,21 @@ pub async fn write_stored<'a>(
         // Bounded by the stored rows plus the decoded cap, far below i32::MAX.
         let count = count as i32;
         if count != s.stored_count {
-            counts.push((s.session_pk, count));
+            self.counts.push((s.session_pk, count));
         }
         if !add.is_empty() {
-            missing.push(SessionEvents {
+            self.missing.push(SessionEvents {
                 session_pk: s.session_pk,
                 events: add,
             });
         }
         if !change.is_empty() {
-            differing.push(SessionEvents {
+            self.differing.push(SessionEvents {
                 session_pk: s.session_pk,
                 events: change,
             });
         }
     }
-    delete(tx, &gone_pk, &gone_seq).await?;
-    update(tx, &differing).await?;
-    Ok((missing, counts))
 }
 
 /// Delete event rows by key.

@@ -17,8 +17,8 @@ use super::{
 use crate::http::{body_bytes, error_response, result_response, route_path};
 use crate::schema::SchemaGuard;
 
-pub const HELLO_PATH: &str = "/api/agent-sessions/hello";
-pub const SYNC_PATH: &str = "/api/agent-sessions/sync";
+pub const HELLO_PATH: &str = syncplane_contract::path::HELLO;
+pub const SYNC_PATH: &str = syncplane_contract::path::SYNC;
 
 /// Built once per execution environment and kept across invocations.
 #[derive(Clone)]
@@ -150,7 +150,7 @@ async fn route(
 pub fn hello_ack() -> serde_json::Value {
     json!({
         "schemaVersion": SCHEMA_VERSION,
-        "capabilities": { "agentSessionSyncCompression": true },
+        "capabilities": { syncplane_contract::COMPRESSION_CAPABILITY: true },
         "limits": {
             "maxSessionsPerBatch": MAX_SESSIONS_PER_BATCH,
             "maxWireBytes": MAX_WIRE_BYTES,

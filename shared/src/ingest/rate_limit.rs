@@ -3,6 +3,7 @@
 //! older windows), so concurrent instances never lose a count.
 
 use sqlx::PgPool;
+use syncplane_contract::{RATE_LIMITED_RETRY_AFTER_MAX_SECS, RATE_LIMITED_RETRY_AFTER_MIN_SECS};
 
 use super::error::{IngestError, db_failure};
 
@@ -26,7 +27,10 @@ pub async fn check(pool: &PgPool, target: &str, limit: u32) -> Result<(), Ingest
     .map_err(db_failure("rate limit"))?;
     if i64::from(count) > i64::from(limit) {
         // Whole seconds, rounded up, at least 1.
-        let retry_after_secs = secs_left.ceil().clamp(1.0, 60.0) as u64;
+        let retry_after_secs = secs_left.ceil().clamp(
+            RATE_LIMITED_RETRY_AFTER_MIN_SECS as f64,
+            RATE_LIMITED_RETRY_AFTER_MAX_SECS as f64,
+        ) as u64;
         return Err(IngestError::RateLimited { retry_after_secs });
     }
     Ok(())

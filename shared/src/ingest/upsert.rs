@@ -16,6 +16,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 use serde_json::{Map, Value};
+use sqlx::postgres::PgArguments;
+use sqlx::query::QueryAs;
 use sqlx::{PgPool, Postgres, Transaction};
 
 use super::batch::{Event, Session};
@@ -296,55 +298,11 @@ fn lookup<'m>(blob: &'m Map<String, Value>, path: &[&str]) -> Option<&'m Value> 
     Some(v)
 }
 
-async fn write_sessions(
-    tx: &mut Transaction<'_, Postgres>,
-    org_id: i64,
-    target: &str,
-    plans: &mut [Plan<'_>],
-) -> Result<(), IngestError> {
-    let n = plans.len();
-    let mut sid = Vec::with_capacity(n);
-    let mut updated = Vec::with_capacity(n);
-    let mut committed = Vec::with_capacity(n);
-    let mut pending = Vec::with_capacity(n);
-    let mut agent = Vec::with_capacity(n);
-    let (mut model, mut title, mut status) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut started, mut ended) = (Vec::new(), Vec::new());
-    let (mut remote, mut branch, mut sha) = (Vec::new(), Vec::new(), Vec::new());
-    let (mut input, mut output, mut cache_r, mut cache_w, mut cost) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut frustration = Vec::with_capacity(n);
-    let mut payload = Vec::with_capacity(n);
-    let mut event_count = Vec::with_capacity(n);
-    for p in plans.iter() {
-        let b = &p.state.payload;
-        sid.push(p.session_id);
-        updated.push(p.state.updated_at);
-        committed.push(p.state.committed.clone());
-        pending.push(p.state.pending.clone());
-        agent.push(text(b, &["agent"]));
-        model.push(text(b, &["model"]));
-        title.push(text(b, &["title"]));
-        status.push(text(b, &["status"]));
-        started.push(time(b, "startedAt"));
-        ended.push(time(b, "endedAt"));
-        remote.push(text(b, &["repository", "remoteUrl"]));
-        branch.push(text(b, &["repository", "branch"]));
-        sha.push(text(b, &["repository", "commitSha"]));
-        input.push(int(b, &["usage", "inputTokens"]));
-        output.push(int(b, &["usage", "outputTokens"]));
-        cache_r.push(int(b, &["usage", "cacheReadTokens"]));
-        cache_w.push(int(b, &["usage", "cacheWriteTokens"]));
-        cost.push(lookup(b, &["usage", "costUsd"]).and_then(Value::as_f64));
-        frustration.push(p.state.frustration.as_ref().map(Value::to_string));
-        // Serialized in place: a map of strings and numbers always serializes.
-        payload.push(serde_json::to_string(b).unwrap_or_default());
-        // Only a new row takes this (a stored row's count is not in the update below): it has
-        // exactly the events of this batch. Bounded by the decoded cap, far below i32::MAX.
-        event_count.push(if p.is_new { p.events.len() as i32 } else { 0 });
-    }
-    let returned: Vec<(i64, String)> = sqlx::query_as(
-        "INSERT INTO agent_sessions AS s (org_id, compute_target_id, session_id, updated_at,
+/// The upsert of the applied sessions' rows, one `unnest` of [`SessionColumns`]: new rows go in,
+/// stored ones are updated only when a column differs (`IS DISTINCT FROM`), so a repeated batch
+/// rewrites nothing. `$1` is the org, `$2` the compute target.
+const UPSERT_SESSIONS: &str =
+    "INSERT INTO agent_sessions AS s (org_id, compute_target_id, session_id, updated_at,
                 committed_revision, pending_revision, agent, model, title, status, started_at,
                 ended_at, repository_remote_url, repository_branch, repository_commit_sha,
                 input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd,
@@ -386,34 +344,123 @@ async fn write_sessions(
                  EXCLUDED.input_tokens, EXCLUDED.output_tokens, EXCLUDED.cache_read_tokens,
                  EXCLUDED.cache_write_tokens, EXCLUDED.cost_usd, EXCLUDED.frustration,
                  EXCLUDED.payload)
-         RETURNING s.id, s.session_id",
-    )
-    .bind(org_id)
-    .bind(target)
-    .bind(&sid)
-    .bind(&updated)
-    .bind(&committed)
-    .bind(&pending)
-    .bind(&agent)
-    .bind(&model)
-    .bind(&title)
-    .bind(&status)
-    .bind(&started)
-    .bind(&ended)
-    .bind(&remote)
-    .bind(&branch)
-    .bind(&sha)
-    .bind(&input)
-    .bind(&output)
-    .bind(&cache_r)
-    .bind(&cache_w)
-    .bind(&cost)
-    .bind(&frustration)
-    .bind(&payload)
-    .bind(&event_count)
-    .fetch_all(&mut **tx)
-    .await
-    .map_err(db_failure("upsert sessions"))?;
+         RETURNING s.id, s.session_id";
+
+/// The `agent_sessions` columns of the applied sessions: one vector per column, filled session
+/// by session from the merged blob (one source for the blob and the columns), then bound at once
+/// in [`UPSERT_SESSIONS`]'s order.
+#[derive(Default)]
+struct SessionColumns<'a> {
+    session_id: Vec<&'a str>,
+    updated_at: Vec<Option<DateTime<Utc>>>,
+    committed: Vec<Option<String>>,
+    pending: Vec<Option<String>>,
+    agent: Vec<Option<String>>,
+    model: Vec<Option<String>>,
+    title: Vec<Option<String>>,
+    status: Vec<Option<String>>,
+    started_at: Vec<Option<DateTime<Utc>>>,
+    ended_at: Vec<Option<DateTime<Utc>>>,
+    remote_url: Vec<Option<String>>,
+    branch: Vec<Option<String>>,
+    commit_sha: Vec<Option<String>>,
+    input_tokens: Vec<Option<i64>>,
+    output_tokens: Vec<Option<i64>>,
+    cache_read_tokens: Vec<Option<i64>>,
+    cache_write_tokens: Vec<Option<i64>>,
+    cost_usd: Vec<Option<f64>>,
+    frustration: Vec<Option<String>>,
+    payload: Vec<String>,
+    event_count: Vec<i32>,
+}
+
+impl<'a> SessionColumns<'a> {
+    fn of(plans: &[Plan<'a>]) -> Self {
+        let mut columns = Self::default();
+        for p in plans {
+            columns.push(p);
+        }
+        columns
+    }
+
+    fn push(&mut self, p: &Plan<'a>) {
+        let b = &p.state.payload;
+        self.session_id.push(p.session_id);
+        self.updated_at.push(p.state.updated_at);
+        self.committed.push(p.state.committed.clone());
+        self.pending.push(p.state.pending.clone());
+        self.agent.push(text(b, &["agent"]));
+        self.model.push(text(b, &["model"]));
+        self.title.push(text(b, &["title"]));
+        self.status.push(text(b, &["status"]));
+        self.started_at.push(time(b, "startedAt"));
+        self.ended_at.push(time(b, "endedAt"));
+        self.remote_url.push(text(b, &["repository", "remoteUrl"]));
+        self.branch.push(text(b, &["repository", "branch"]));
+        self.commit_sha.push(text(b, &["repository", "commitSha"]));
+        self.input_tokens.push(int(b, &["usage", "inputTokens"]));
+        self.output_tokens.push(int(b, &["usage", "outputTokens"]));
+        self.cache_read_tokens
+            .push(int(b, &["usage", "cacheReadTokens"]));
+        self.cache_write_tokens
+            .push(int(b, &["usage", "cacheWriteTokens"]));
+        self.cost_usd
+            .push(lookup(b, &["usage", "costUsd"]).and_then(Value::as_f64));
+        self.frustration
+            .push(p.state.frustration.as_ref().map(Value::to_string));
+        // Serialized in place: a map of strings and numbers always serializes.
+        self.payload
+            .push(serde_json::to_string(b).unwrap_or_default());
+        // Only a new row takes this (a stored row's count is not in the update): it has exactly
+        // the events of this batch. Bounded by the decoded cap, far below i32::MAX.
+        self.event_count
+            .push(if p.is_new { p.events.len() as i32 } else { 0 });
+    }
+
+    /// Bind every column, `$3` onwards, in the statement's order.
+    fn bind<'q, O>(
+        &'q self,
+        query: QueryAs<'q, Postgres, O, PgArguments>,
+    ) -> QueryAs<'q, Postgres, O, PgArguments> {
+        query
+            .bind(&self.session_id)
+            .bind(&self.updated_at)
+            .bind(&self.committed)
+            .bind(&self.pending)
+            .bind(&self.agent)
+            .bind(&self.model)
+            .bind(&self.title)
+            .bind(&self.status)
+            .bind(&self.started_at)
+            .bind(&self.ended_at)
+            .bind(&self.remote_url)
+            .bind(&self.branch)
+            .bind(&self.commit_sha)
+            .bind(&self.input_tokens)
+            .bind(&self.output_tokens)
+            .bind(&self.cache_read_tokens)
+            .bind(&self.cache_write_tokens)
+            .bind(&self.cost_usd)
+            .bind(&self.frustration)
+            .bind(&self.payload)
+            .bind(&self.event_count)
+    }
+}
+
+/// Upsert the applied sessions' rows; every plan then knows its row's id.
+async fn write_sessions(
+    tx: &mut Transaction<'_, Postgres>,
+    org_id: i64,
+    target: &str,
+    plans: &mut [Plan<'_>],
+) -> Result<(), IngestError> {
+    let columns = SessionColumns::of(plans);
+    let query = sqlx::query_as(UPSERT_SESSIONS).bind(org_id).bind(target);
+    let returned: Vec<(i64, String)> = columns
+        .bind(query)
+        .fetch_all(&mut **tx)
+        .await
+        .map_err(db_failure("upsert sessions"))?;
     // New sessions learn their id here; unchanged ones already had it.
     let ids: HashMap<String, i64> = returned.into_iter().map(|(id, s)| (s, id)).collect();
     for p in plans.iter_mut() {
