@@ -9,11 +9,11 @@ use std::process::ExitCode;
 use anyhow::bail;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use shared::jobs::Tenants;
 use shared::sync::coalescing::{RequestOutcome, coalesced_message};
 use shared::sync::full::RunReport;
 use shared::sync::runs::{RunCounts, RunStatus};
 use shared::sync::workspace::MAX_PASSES;
+use shared::tenants::Tenants;
 
 /// Exit status of a run in which some repositories failed (the others were synced).
 pub const EXIT_PARTIAL: u8 = 3;
