@@ -7,9 +7,11 @@ use sha2::{Digest, Sha256};
 use sqlx::PgPool;
 use subtle::ConstantTimeEq;
 
-use super::FEATURE_FLAG;
 use super::error::{IngestError, db_failure};
 use crate::http::bearer_token;
+
+/// The global feature flag of the capability (table `feature_flags`).
+pub const FEATURE_FLAG: &str = "agent_session_sync";
 
 /// Who a valid token speaks for, and the org settings ingest decides on.
 #[derive(Debug, Clone)]

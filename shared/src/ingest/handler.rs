@@ -10,12 +10,12 @@ use sqlx::PgPool;
 use super::auth::{self, Device};
 use super::error::IngestError;
 use super::strict_json::Checked;
-use super::{
-    MAX_DECODED_BYTES, MAX_SESSIONS_PER_BATCH, MAX_WIRE_BYTES, SCHEMA_VERSION, batch, decode,
-    rate_limit, strict_json, upsert,
-};
+use super::{batch, decode, rate_limit, strict_json, upsert};
 use crate::http::{body_bytes, error_response, result_response, route_path};
 use crate::schema::SchemaGuard;
+use syncplane_contract::{
+    MAX_DECODED_BYTES, MAX_SESSIONS_PER_BATCH, MAX_WIRE_BYTES, SCHEMA_VERSION,
+};
 
 pub const HELLO_PATH: &str = syncplane_contract::path::HELLO;
 pub const SYNC_PATH: &str = syncplane_contract::path::SYNC;

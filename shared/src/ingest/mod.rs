@@ -24,6 +24,7 @@ pub mod upsert;
 mod properties;
 
 pub use admission::Admission;
+pub use auth::FEATURE_FLAG;
 pub use error::IngestError;
 pub use handler::{IngestState, handle, serve};
 
@@ -32,6 +33,3 @@ pub use handler::{IngestState, handle, serve};
 pub use syncplane_contract::{
     MAX_DECODED_BYTES, MAX_SESSIONS_PER_BATCH, MAX_WIRE_BYTES, SCHEMA_VERSION,
 };
-
-/// The global feature flag of the capability (table `feature_flags`).
-pub const FEATURE_FLAG: &str = "agent_session_sync";

@@ -6,7 +6,7 @@
 use rand::RngCore;
 use sqlx::PgPool;
 
-use super::FEATURE_FLAG;
+use super::auth::FEATURE_FLAG;
 use super::auth::token_hash;
 
 /// How an org starts out.

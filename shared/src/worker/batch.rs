@@ -15,13 +15,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent, SqsMessage};
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::Utc;
 use futures::StreamExt;
 
 use super::fan_out::fan_out_full;
 use super::held::{JobsFunction, JobsSchema};
 use super::pause;
+use super::redelivery::name_for_redelivery;
 use super::run::run;
 use crate::github::GithubError;
 use crate::jobs::adapter::JobsAdapter;
@@ -282,16 +283,4 @@ impl Worker {
             },
         }
     }
-}
-
-/// Name message `id` in `batchItemFailures`, so SQS redelivers it; `false` when it has no id
-/// (SQS always sets one) and cannot be named.
-pub(super) fn name_for_redelivery(response: &mut SqsBatchResponse, id: Option<String>) -> bool {
-    let Some(id) = id.filter(|id| !id.is_empty()) else {
-        return false;
-    };
-    let mut failure = BatchItemFailure::default();
-    failure.item_identifier = id;
-    response.batch_item_failures.push(failure);
-    true
 }

@@ -26,7 +26,7 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, PgPool};
 
-use super::batch::name_for_redelivery;
+use super::redelivery::name_for_redelivery;
 use crate::config::{Config, TenantConfig};
 use crate::jobs::Job;
 use crate::jobs::sqs::SqsAdapter;

@@ -6,6 +6,7 @@
 //! - [`batch`]: the worker function's SQS batch, with partial batch failures;
 //! - [`fan_out`]: a full sync that scales past one invocation through the queue;
 //! - [`pause`]: the installation-wide rate-limit pause shared by every worker;
+//! - [`redelivery`]: naming a message in `batchItemFailures`, so SQS redelivers it;
 //! - [`held`]: the schema check of the functions that run jobs (jobs of a tenant whose schema
 //!   is behind are held back, not run);
 //! - [`tick`]: the tick function, which submits what the schedule says is due.
@@ -14,6 +15,7 @@ pub mod batch;
 pub mod fan_out;
 pub mod held;
 pub mod pause;
+pub mod redelivery;
 pub mod routing;
 pub mod run;
 pub mod tick;

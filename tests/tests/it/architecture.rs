@@ -162,3 +162,37 @@ fn a_planted_upward_import_and_cycle_are_caught() {
         high.path
     );
 }
+
+/// docs/design.md draws the layers the test checks: its "Layers" table, row by row, names the
+/// modules of [`SHARED_LAYERS`], lowest first.
+#[test]
+fn docs_design_draws_the_layers_the_architecture_test_checks() {
+    let design = std::fs::read_to_string(root().join("docs/design.md")).expect("docs/design.md");
+    let section = design
+        .split("\n## Layers\n")
+        .nth(1)
+        .expect("docs/design.md has a Layers section");
+    let section = &section[..section.find("\n## ").unwrap_or(section.len())];
+    let drawn: Vec<Vec<String>> = section
+        .lines()
+        .filter_map(|line| {
+            let mut cells = line.strip_prefix('|')?.split('|').map(str::trim);
+            cells.next()?.parse::<usize>().ok()?;
+            let modules = cells.next()?;
+            Some(
+                modules
+                    .split(',')
+                    .map(|m| m.trim().trim_matches('`').to_owned())
+                    .collect(),
+            )
+        })
+        .collect();
+    let code: Vec<Vec<String>> = SHARED_LAYERS
+        .iter()
+        .map(|layer| layer.iter().map(|m| (*m).to_owned()).collect())
+        .collect();
+    assert_eq!(
+        drawn, code,
+        "docs/design.md's Layers table and SHARED_LAYERS disagree"
+    );
+}
