@@ -6,6 +6,8 @@
 //! change of any value is a new schema version, never an edit of this one. This crate has no
 //! dependencies and no behaviour: each side applies the rules in its own code.
 
+pub mod transcripts;
+
 /// The routes of the `ingest` function (contract "Endpoints").
 pub mod path {
     /// `GET`: the hello-ack (contract "Endpoints", `GET /api/agent-sessions/hello`).

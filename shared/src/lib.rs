@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod app;
+pub mod archive;
 pub mod config;
 pub mod db;
 pub mod github;

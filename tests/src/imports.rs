@@ -44,7 +44,7 @@ pub const SHARED_LAYERS: &[&[&str]] = &[
     &["telemetry", "metrics", "http", "status", "db"],
     &["github"],
     &["sync"],
-    &["tenants", "scheduler", "schema"],
+    &["tenants", "scheduler", "schema", "archive"],
     &["jobs"],
     &["worker"],
     &["app"],

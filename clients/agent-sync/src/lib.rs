@@ -24,6 +24,7 @@ pub mod clock;
 pub mod dead_letter;
 pub mod lane;
 pub mod outcome;
+pub mod redact;
 pub mod session;
 pub mod state;
 pub mod store;

@@ -19,6 +19,11 @@ pub trait HttpError: std::fmt::Display {
     fn headers(&self) -> Vec<(&'static str, String)> {
         Vec::new()
     }
+    /// What the failure envelope carries beside `error`, where the contract gives a refusal data
+    /// of its own (the transcript lane's `409 offset_mismatch` answers the file's state).
+    fn data(&self) -> Option<Value> {
+        None
+    }
 }
 
 /// A JSON response with extra headers. Building it cannot fail with these inputs; an empty
@@ -39,11 +44,11 @@ pub fn respond(status: StatusCode, body: &Value, headers: &[(&str, &str)]) -> Re
 pub fn error_response<E: HttpError + ?Sized>(e: &E) -> Response<Body> {
     let headers = e.headers();
     let headers: Vec<(&str, &str)> = headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
-    respond(
-        e.status(),
-        &envelope::failure(&e.to_string(), e.code()),
-        &headers,
-    )
+    let mut body = envelope::failure(&e.to_string(), e.code());
+    if let Some(data) = e.data() {
+        body["data"] = data;
+    }
+    respond(e.status(), &body, &headers)
 }
 
 /// A handler's result as the response: `(status, data)` in the success envelope, or the error's.

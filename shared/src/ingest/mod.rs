@@ -18,6 +18,7 @@ pub mod provision;
 pub mod rate_limit;
 pub mod sanitize;
 pub mod strict_json;
+pub mod transcripts;
 pub mod upsert;
 
 #[cfg(test)]

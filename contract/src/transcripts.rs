@@ -1,0 +1,104 @@
+//! The transcript lane's wire contract (docs/transcript-wire-contract.md): its routes, caps,
+//! codes and capability names, written once for the server (`shared::transcripts`) and the
+//! desktop client (`syncplane_agent::transcripts`).
+
+/// The hello-ack capability naming the transcript transport (contract "The hello-ack"):
+/// [`TRANSPORT_PRESIGNED`] or [`TRANSPORT_DIRECT`]; absent on a server without the lane.
+pub const UPLOAD_CAPABILITY: &str = "agentTranscriptUpload";
+/// Bytes go straight to S3 through a presigned PUT.
+pub const TRANSPORT_PRESIGNED: &str = "presigned";
+/// Bytes go to the ingest function itself (local runs, deployments without a bucket).
+pub const TRANSPORT_DIRECT: &str = "direct";
+
+/// The hello-ack limit key of [`MAX_SEGMENT_BYTES`].
+pub const MAX_SEGMENT_BYTES_KEY: &str = "maxSegmentBytes";
+/// The hello-ack limit key of [`MAX_SEGMENT_DECODED_BYTES`].
+pub const MAX_SEGMENT_DECODED_BYTES_KEY: &str = "maxSegmentDecodedBytes";
+
+/// A segment's compressed bytes at most (contract "Segments"): API Gateway's base64 and Lambda's
+/// 6 MB payload bound the direct transport.
+pub const MAX_SEGMENT_BYTES: u64 = 4_194_304;
+/// A segment's redacted (decoded) bytes at most (contract "Segments"); a zstd frame is inflated
+/// only this far.
+pub const MAX_SEGMENT_DECODED_BYTES: u64 = 16_777_216;
+/// A segment's bytes of the local file at most (contract "Segments").
+pub const MAX_SEGMENT_SOURCE_BYTES: u64 = 16_777_216;
+/// `fileId`: 1 to this many bytes of `A-Z a-z 0-9 . _ -`, not starting with `.` (contract
+/// "Identity and offsets").
+pub const MAX_FILE_ID_BYTES: usize = 256;
+/// An intent's JSON body at most (contract "`POST .../intent`").
+pub const MAX_INTENT_BODY_BYTES: usize = 4_096;
+/// The first generation of a file (contract "Identity and offsets").
+pub const FIRST_GENERATION: u32 = 1;
+/// The `lines` route: lines per page at most, and by default (contract "Reading").
+pub const MAX_LINES_PER_PAGE: usize = 500;
+pub const DEFAULT_LINES_PER_PAGE: usize = 100;
+/// The `lines` route: text per page at most (contract "Reading").
+pub const MAX_LINES_PAGE_BYTES: usize = 1_048_576;
+/// The `lines` route: a file larger than this decoded is `413`; read its segments (contract
+/// "Reading").
+pub const MAX_LINES_FILE_BYTES: u64 = 67_108_864;
+/// The placeholder a redacted secret becomes: `[REDACTED:<rule>]` (contract "Client rules").
+pub const REDACTED_PREFIX: &str = "[REDACTED:";
+
+/// The lane's routes on the ingest function (contract "Routes" and "Reading").
+pub mod path {
+    /// `GET`: a file's generation and acknowledged offset.
+    pub const STATE: &str = "/api/agent-sessions/transcripts/state";
+    /// `POST`: an upload intent.
+    pub const INTENT: &str = "/api/agent-sessions/transcripts/intent";
+    /// `PUT {UPLOADS}/{uploadId}`: the direct transport's upload.
+    pub const UPLOADS: &str = "/api/agent-sessions/transcripts/uploads";
+    /// `POST`: verify what was stored and move the acknowledged offset.
+    pub const COMPLETE: &str = "/api/agent-sessions/transcripts/complete";
+    /// `GET` (read token): a session's files and segments.
+    pub const FILES: &str = "/api/agent-sessions/transcripts";
+    /// `GET` (read token): one segment's stored bytes, direct mode.
+    pub const SEGMENT: &str = "/api/agent-sessions/transcripts/segment";
+    /// `GET` (read token): a file's decompressed lines, paged.
+    pub const LINES: &str = "/api/agent-sessions/transcripts/lines";
+}
+
+/// The lane's own `error.code` strings (the metadata lane's `unauthenticated`,
+/// `target_not_owned`, `feature_disabled`, `rate_limited`, `not_found`, `method_not_allowed`
+/// keep their meaning here).
+pub mod code {
+    /// 403: transcripts are switched off, globally or for the org.
+    pub const TRANSCRIPTS_DISABLED: &str = "transcripts_disabled";
+    /// 409: the segment does not start at the file's acknowledged offset (or its generation is
+    /// behind); `data` carries the file's state.
+    pub const OFFSET_MISMATCH: &str = "offset_mismatch";
+    /// 409: `complete` for an upload whose bytes are not stored yet.
+    pub const UPLOAD_MISSING: &str = "upload_missing";
+    /// 410: the intent's time ran out before it was completed.
+    pub const UPLOAD_EXPIRED: &str = "upload_expired";
+    /// 503: the object store does not answer (nothing recorded; the metadata lane unaffected).
+    pub const STORE_UNAVAILABLE: &str = "store_unavailable";
+}
+
+/// Whether `id` is a valid `fileId` (contract "Identity and offsets").
+pub fn valid_file_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_FILE_ID_BYTES
+        && !id.starts_with('.')
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_ids_are_names_never_paths() {
+        assert!(valid_file_id("s-1.jsonl"));
+        assert!(valid_file_id(&"a".repeat(256)));
+        for bad in [
+            "", ".", "..", "../x", "a/b", "a\\b", "a\0b", ".hidden", "a b",
+        ] {
+            assert!(!valid_file_id(bad), "{bad:?}");
+        }
+        assert!(!valid_file_id(&"a".repeat(257)));
+    }
+}
