@@ -13,6 +13,7 @@ pub mod pg_proxy;
 pub mod processes;
 pub mod provisioned;
 pub mod rows;
+pub mod s3;
 pub mod search_plan;
 pub mod sqs;
 
