@@ -21,3 +21,42 @@ pub async fn bucket() -> S3Store {
         .expect("the S3 emulator answers (scripts/services.sh starts it)");
     store
 }
+
+/// Have the bucket notify `queue_arn` of every object created under `prefix` (as template.yaml
+/// configures it); moto then sends the queue an `s3:TestEvent` first, as S3 does.
+pub async fn notify(store: &S3Store, queue_arn: &str, prefix: &str) {
+    use aws_sdk_s3::types::{
+        Event, FilterRule, FilterRuleName, NotificationConfiguration,
+        NotificationConfigurationFilter, QueueConfiguration, S3KeyFilter,
+    };
+    let filter = NotificationConfigurationFilter::builder()
+        .key(
+            S3KeyFilter::builder()
+                .filter_rules(
+                    FilterRule::builder()
+                        .name(FilterRuleName::Prefix)
+                        .value(prefix)
+                        .build(),
+                )
+                .build(),
+        )
+        .build();
+    let queue = QueueConfiguration::builder()
+        .queue_arn(queue_arn)
+        .events(Event::from("s3:ObjectCreated:*"))
+        .filter(filter)
+        .build()
+        .unwrap();
+    store
+        .client()
+        .put_bucket_notification_configuration()
+        .bucket(store.bucket())
+        .notification_configuration(
+            NotificationConfiguration::builder()
+                .queue_configurations(queue)
+                .build(),
+        )
+        .send()
+        .await
+        .unwrap();
+}

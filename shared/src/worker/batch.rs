@@ -24,6 +24,7 @@ use super::held::{JobsFunction, JobsSchema};
 use super::pause;
 use super::redelivery::name_for_redelivery;
 use super::run::run;
+use super::s3_events::{self, Uploads};
 use crate::github::GithubError;
 use crate::jobs::adapter::JobsAdapter;
 use crate::jobs::sqs::SqsAdapter;
@@ -74,6 +75,8 @@ pub struct Worker {
     jobs: JobsAdapter,
     concurrency: usize,
     schema: JobsSchema,
+    /// The transcript archive S3 notifications complete uploads in (`TRANSCRIPT_BUCKET`).
+    archive: Option<Arc<dyn Uploads>>,
 }
 
 impl Worker {
@@ -85,7 +88,15 @@ impl Worker {
             jobs,
             concurrency: DEFAULT_CONCURRENCY,
             schema: JobsSchema::new(JobsFunction::Worker),
+            archive: None,
         }
+    }
+
+    /// Complete transcript uploads from the bucket's S3 notifications (`s3_events`), in the
+    /// first tenant's database.
+    pub fn with_archive(mut self, archive: Arc<dyn Uploads>) -> Self {
+        self.archive = Some(archive);
+        self
     }
 
     /// The schema check of [`Worker::serve`] (tests: one that re-checks at once).
@@ -139,7 +150,11 @@ impl Worker {
             .get("ApproximateReceiveCount")
             .map(String::as_str)
             .unwrap_or("");
-        let job: Job = match serde_json::from_str(message.body.as_deref().unwrap_or("")) {
+        let body = message.body.as_deref().unwrap_or("");
+        if let Some(notification) = s3_events::parse(body) {
+            return s3_events::handle(id, notification, self.archive.as_ref()).await;
+        }
+        let job: Job = match serde_json::from_str(body) {
             Ok(job) => job,
             Err(e) => {
                 // The body is never logged: a webhook payload may carry anything.

@@ -7,6 +7,7 @@
 //! - [`fan_out`]: a full sync that scales past one invocation through the queue;
 //! - [`pause`]: the installation-wide rate-limit pause shared by every worker;
 //! - [`redelivery`]: naming a message in `batchItemFailures`, so SQS redelivers it;
+//! - [`s3_events`]: the transcript bucket's S3 notifications, which complete uploads;
 //! - [`held`]: the schema check of the functions that run jobs (jobs of a tenant whose schema
 //!   is behind are held back, not run);
 //! - [`tick`]: the tick function, which submits what the schedule says is due.
@@ -18,6 +19,7 @@ pub mod pause;
 pub mod redelivery;
 pub mod routing;
 pub mod run;
+pub mod s3_events;
 pub mod tick;
 
 pub use batch::{Verdict, Worker};

@@ -9,11 +9,19 @@
 //! SHA-256, bounded decompression) is what holds on every S3 server.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use aws_sdk_sqs::types::QueueAttributeName;
 use chrono::{DateTime, Duration, Utc};
+use futures::future::BoxFuture;
 use sha2::{Digest, Sha256};
 use shared::archive::store::s3::S3Store;
 use shared::archive::store::{Put, StoreError, UploadSpec, UploadTarget};
+use shared::jobs::adapter::JobsAdapter;
+use shared::sync::workspace::RunOptions;
+use shared::tenants::Tenants;
+use shared::worker::Worker;
+use shared::worker::s3_events::{Completion, Uploads};
 use syncplane_tests::s3;
 
 fn spec<'a>(key: &'a str, body: &[u8], expires_at: DateTime<Utc>) -> UploadSpec<'a> {
@@ -277,4 +285,64 @@ async fn a_store_that_does_not_answer_is_unavailable() {
         store.put("transcripts/x.zst", b"x").await,
         Err(StoreError::Unavailable(_))
     ));
+}
+
+/// The archive as the worker sees it: every key it was asked about, each upload known.
+#[derive(Default)]
+struct Recorded {
+    keys: std::sync::Mutex<Vec<String>>,
+}
+
+impl Uploads for Recorded {
+    fn upload_by_key<'a>(
+        &'a self,
+        key: &'a str,
+    ) -> BoxFuture<'a, Result<Option<uuid::Uuid>, String>> {
+        self.keys.lock().unwrap().push(key.to_owned());
+        Box::pin(async { Ok(Some(uuid::Uuid::new_v4())) })
+    }
+    fn complete(&self, _upload_id: uuid::Uuid) -> BoxFuture<'_, Completion> {
+        Box::pin(async { Completion::Done })
+    }
+}
+
+#[tokio::test]
+async fn the_buckets_object_created_notification_reaches_the_worker_which_completes_the_upload() {
+    let store = s3::bucket().await;
+    let queue = syncplane_tests::sqs::Queue::new(30).await;
+    let arn = queue.attribute(QueueAttributeName::QueueArn).await;
+    s3::notify(&store, &arn, "transcripts/").await;
+
+    // A key S3 must URL-encode in its event (and a fileId's characters need no encoding at all).
+    let key = "transcripts/1/abc/s-1 (copy)+x.jsonl/1/00000000000000000000-ab.zst";
+    let body = b"segment".as_slice();
+    let target = store
+        .upload_target(&spec(key, body, Utc::now() + Duration::seconds(300)))
+        .await
+        .unwrap();
+    assert_eq!(put(&target, body).await.status(), 200);
+    // Outside the prefix: no notification at all.
+    store.put("exports/other.bin", b"x").await.unwrap();
+
+    let recorded = Arc::new(Recorded::default());
+    let tenants = Arc::new(Tenants::from_parts(Vec::new(), RunOptions::default()));
+    let worker = Worker::new(tenants, JobsAdapter::Sqs(queue.adapter.clone()))
+        .with_archive(recorded.clone());
+    let mut bodies = Vec::new();
+    for _ in 0..5 {
+        let event = queue.receive_event(1).await;
+        bodies.extend(event.records.iter().filter_map(|m| m.body.clone()));
+        let response = worker.serve(event.clone()).await;
+        assert!(response.batch_item_failures.is_empty(), "{bodies:?}");
+        queue.settle(&event, &response).await;
+        if bodies.len() >= 2 {
+            break;
+        }
+    }
+    // moto sends S3's test event first, then the record (its key encoded as S3 does).
+    assert_eq!(bodies.len(), 2, "{bodies:?}");
+    assert!(bodies.iter().any(|b| b.contains("s3:TestEvent")));
+    assert!(bodies.iter().any(|b| b.contains("transcripts%2F1%2Fabc")));
+    assert_eq!(*recorded.keys.lock().unwrap(), [key], "the decoded key");
+    assert_eq!(queue.outstanding().await, 0, "every message deleted");
 }
