@@ -1,6 +1,6 @@
 //! Deployment: the SAM template's guarantees that cfn-lint cannot check, the `cargo lambda deploy`
-//! metadata, migrations from inside the VPC, secrets by reference, and the sample events of
-//! `events/` run through their handlers.
+//! metadata, migrations from inside the VPC, secrets by reference, the transcript bucket, and the
+//! sample events of `events/` run through their handlers.
 
 mod cargo_lambda;
 mod events;
@@ -8,6 +8,7 @@ mod local_run;
 mod migrate;
 mod secrets;
 mod template;
+mod transcripts;
 
 use std::path::PathBuf;
 

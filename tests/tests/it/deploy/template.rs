@@ -176,6 +176,17 @@ fn every_route_of_the_design_reaches_its_function() {
         ("GET", "/api/health", "sync-api"),
         ("POST", "/api/agent-sessions/sync", "ingest"),
         ("GET", "/api/agent-sessions/hello", "ingest"),
+        ("GET", "/api/agent-sessions/transcripts/state", "ingest"),
+        ("POST", "/api/agent-sessions/transcripts/intent", "ingest"),
+        (
+            "PUT",
+            "/api/agent-sessions/transcripts/uploads/{uploadId}",
+            "ingest",
+        ),
+        ("POST", "/api/agent-sessions/transcripts/complete", "ingest"),
+        ("GET", "/api/agent-sessions/transcripts", "ingest"),
+        ("GET", "/api/agent-sessions/transcripts/segment", "ingest"),
+        ("GET", "/api/agent-sessions/transcripts/lines", "ingest"),
     ];
     let mut routes = Vec::new();
     for (_, r) in functions(&t) {
@@ -287,7 +298,7 @@ fn deployed_functions_queue_jobs_and_keep_secrets_out_of_the_console() {
 }
 
 /// The `Ref` targets in `v`, wherever they sit (lists, `!If` branches).
-fn refs(v: &Value) -> Vec<String> {
+pub(super) fn refs(v: &Value) -> Vec<String> {
     let mut out = Vec::new();
     if let Some(name) = intrinsic(v, "Ref").and_then(Value::as_str) {
         out.push(name.to_owned());
