@@ -24,7 +24,7 @@ use super::held::{JobsFunction, JobsSchema};
 use super::pause;
 use super::redelivery::name_for_redelivery;
 use super::run::run;
-use super::s3_events::{self, Uploads};
+use super::s3_events::{self, Completion, Uploads};
 use crate::github::GithubError;
 use crate::jobs::adapter::JobsAdapter;
 use crate::jobs::sqs::SqsAdapter;
@@ -66,6 +66,16 @@ impl Verdict {
 
     pub fn is_failure(&self) -> bool {
         matches!(self, Verdict::Retry { .. })
+    }
+}
+
+impl From<Completion> for Verdict {
+    fn from(c: Completion) -> Self {
+        match c {
+            Completion::Done => Self::Done,
+            Completion::Retry(reason) => Self::Retry { reason },
+            Completion::Dropped(reason) => Self::Dropped { reason },
+        }
     }
 }
 
@@ -152,7 +162,9 @@ impl Worker {
             .unwrap_or("");
         let body = message.body.as_deref().unwrap_or("");
         if let Some(notification) = s3_events::parse(body) {
-            return s3_events::handle(id, notification, self.archive.as_ref()).await;
+            return s3_events::handle(id, notification, self.archive.as_ref())
+                .await
+                .into();
         }
         let job: Job = match serde_json::from_str(body) {
             Ok(job) => job,

@@ -5,14 +5,14 @@
 //! A message whose body is an S3 event notification is recognised before the job parse
 //! ([`parse`]); each record under [`PREFIX`] is the object of an upload intent, found by its key
 //! and completed through the archive ([`Uploads`]), against the FIRST tenant's database (the one
-//! the ingest function serves). What a message comes to:
+//! the ingest function serves). What a message comes to (the worker's verdict of the same name):
 //! - `s3:TestEvent` (S3 sends it when the notification is configured), a record of another
-//!   prefix or event: nothing to do, deleted ([`Verdict::Done`]);
-//! - an upload completed now or before: [`Verdict::Done`];
-//! - the store or the database failed: [`Verdict::Retry`] (completion is idempotent, so the
+//!   prefix or event: nothing to do, deleted ([`Completion::Done`]);
+//! - an upload completed now or before: [`Completion::Done`];
+//! - the store or the database failed: [`Completion::Retry`] (completion is idempotent, so the
 //!   records of the message that did complete are harmless to run again);
 //! - a key no intent names, or an upload that can never complete (expired, not what its intent
-//!   said, overtaken): [`Verdict::Dropped`], with a log line.
+//!   said, overtaken): [`Completion::Dropped`], with a log line.
 //!
 //! Every completion that is not success counts one `TranscriptCompleteFailures` (EMF, by
 //! verdict); template.yaml alarms on it.
@@ -23,7 +23,6 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use super::batch::Verdict;
 use crate::metrics::{Record, Unit, default_tenant};
 
 /// Where transcript segments live in the bucket (docs/transcript-wire-contract.md "Segments").
@@ -31,15 +30,27 @@ pub const PREFIX: &str = "transcripts/";
 /// The EMF metric of a completion that failed (template.yaml `TranscriptCompleteFailuresAlarm`).
 pub const COMPLETE_FAILURES: &str = "TranscriptCompleteFailures";
 
-/// What completing one upload came to (the archive's error, judged for a queue message).
+/// What completing one upload came to (the archive's error, judged for a queue message), and
+/// what a notification came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Completion {
-    /// Completed now, or before (idempotent).
+    /// Completed now, or before (idempotent); or nothing to do.
     Done,
     /// Worth another try: the store or the database failed.
     Retry(String),
     /// Can never complete: expired, not what its intent said, overtaken by the file.
     Dropped(String),
+}
+
+impl Completion {
+    /// Its name in logs and in the metric's `Verdict` dimension.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Done => "done",
+            Self::Retry(_) => "retry",
+            Self::Dropped(_) => "dropped",
+        }
+    }
 }
 
 /// The archive as the worker needs it: `crate::archive::files::{upload_by_key,
@@ -160,19 +171,19 @@ pub async fn handle(
     message_id: &str,
     notification: Notification,
     uploads: Option<&Arc<dyn Uploads>>,
-) -> Verdict {
+) -> Completion {
     let records = match notification {
         Notification::Test => {
             tracing::info!(message_id, "S3 test event: the bucket reaches the queue");
-            return Verdict::Done;
+            return Completion::Done;
         }
         Notification::Records(records) => records,
     };
-    let mut verdicts = Vec::with_capacity(records.len());
+    let mut outcomes = Vec::with_capacity(records.len());
     for record in records {
-        verdicts.push(handle_record(message_id, &record, uploads).await);
+        outcomes.push(handle_record(message_id, &record, uploads).await);
     }
-    combine(verdicts)
+    combine(outcomes)
 }
 
 /// One record: anything but a created object under [`PREFIX`] is not the worker's.
@@ -180,13 +191,13 @@ async fn handle_record(
     message_id: &str,
     record: &S3Record,
     uploads: Option<&Arc<dyn Uploads>>,
-) -> Verdict {
+) -> Completion {
     if !record.event_name.starts_with("ObjectCreated:") {
-        return Verdict::Done;
+        return Completion::Done;
     }
     let Some(key) = decode_key(&record.raw_key) else {
         tracing::warn!(message_id, bucket = %record.bucket, "S3 event with an undecodable key; ignored");
-        return dropped("undecodable key".into());
+        return Completion::Dropped("undecodable key".into());
     };
     if !key.starts_with(PREFIX) {
         tracing::debug!(
@@ -194,7 +205,7 @@ async fn handle_record(
             key,
             "S3 event outside the transcripts prefix; ignored"
         );
-        return Verdict::Done;
+        return Completion::Done;
     }
     let Some(uploads) = uploads else {
         // A deployment sending notifications to a worker without TRANSCRIPT_BUCKET: redelivery
@@ -204,7 +215,7 @@ async fn handle_record(
             key,
             "S3 event but this worker has no transcript archive"
         );
-        return dropped("no transcript archive configured".into());
+        return Completion::Dropped("no transcript archive configured".into());
     };
     let id = match uploads.upload_by_key(&key).await {
         Ok(Some(id)) => id,
@@ -214,14 +225,14 @@ async fn handle_record(
                 key,
                 "S3 object no upload intent names; left alone"
             );
-            return dropped(format!("no upload intent for {key}"));
+            return Completion::Dropped(format!("no upload intent for {key}"));
         }
         Err(e) => return counted_failure(Completion::Retry(format!("upload lookup: {e}"))),
     };
     match uploads.complete(id).await {
         Completion::Done => {
             tracing::info!(message_id, upload_id = %id, "upload completed from its S3 event");
-            Verdict::Done
+            Completion::Done
         }
         failed => {
             tracing::warn!(message_id, upload_id = %id, outcome = ?failed, "upload not completed from its S3 event");
@@ -230,37 +241,30 @@ async fn handle_record(
     }
 }
 
-/// A failed completion as a verdict, counted in [`COMPLETE_FAILURES`].
-fn counted_failure(failed: Completion) -> Verdict {
-    let verdict = match failed {
-        Completion::Done => return Verdict::Done,
-        Completion::Retry(reason) => Verdict::Retry { reason },
-        Completion::Dropped(reason) => Verdict::Dropped { reason },
-    };
-    Record::new(default_tenant())
-        .metric_by(
-            &[("Verdict", verdict.name())],
-            COMPLETE_FAILURES,
-            Unit::Count,
-            1,
-        )
-        .emit();
-    verdict
+/// A failed completion, counted in [`COMPLETE_FAILURES`].
+fn counted_failure(failed: Completion) -> Completion {
+    if failed != Completion::Done {
+        Record::new(default_tenant())
+            .metric_by(
+                &[("Verdict", failed.name())],
+                COMPLETE_FAILURES,
+                Unit::Count,
+                1,
+            )
+            .emit();
+    }
+    failed
 }
 
-fn dropped(reason: String) -> Verdict {
-    Verdict::Dropped { reason }
-}
-
-/// A message's verdict from its records': any retry redelivers it (completion is idempotent),
+/// A message's outcome from its records': any retry redelivers it (completion is idempotent),
 /// else any drop, else done.
-fn combine(verdicts: Vec<Verdict>) -> Verdict {
-    let mut out = Verdict::Done;
-    for v in verdicts {
-        match (&out, v) {
-            (Verdict::Retry { .. }, _) => {}
-            (_, v @ Verdict::Retry { .. }) => out = v,
-            (Verdict::Done, v @ Verdict::Dropped { .. }) => out = v,
+fn combine(outcomes: Vec<Completion>) -> Completion {
+    let mut out = Completion::Done;
+    for c in outcomes {
+        match (&out, c) {
+            (Completion::Retry(_), _) => {}
+            (_, c @ Completion::Retry(_)) => out = c,
+            (Completion::Done, c @ Completion::Dropped(_)) => out = c,
             _ => {}
         }
     }
@@ -329,7 +333,7 @@ mod tests {
         .to_string()
     }
 
-    async fn verdict(body: &str, uploads: Option<&Arc<dyn Uploads>>) -> Verdict {
+    async fn verdict(body: &str, uploads: Option<&Arc<dyn Uploads>>) -> Completion {
         let notification = parse(body).expect("an S3 notification");
         handle("m-1", notification, uploads).await
     }
@@ -386,7 +390,7 @@ mod tests {
             Some(&uploads),
         )
         .await;
-        assert_eq!(v, Verdict::Done);
+        assert_eq!(v, Completion::Done);
         assert_eq!(archive.completed.lock().unwrap().len(), 1);
     }
 
@@ -394,30 +398,25 @@ mod tests {
     async fn a_store_or_database_failure_is_redelivered() {
         let (uploads, _) = Archive::with(KEY, Completion::Retry("store unavailable".into()));
         let v = verdict(&event("ObjectCreated:Put", KEY), Some(&uploads)).await;
-        assert!(matches!(v, Verdict::Retry { .. }), "{v:?}");
+        assert!(matches!(v, Completion::Retry(_)), "{v:?}");
 
         let failing: Arc<dyn Uploads> = Arc::new(Archive {
             lookup_fails: true,
             ..Archive::default()
         });
         let v = verdict(&event("ObjectCreated:Put", KEY), Some(&failing)).await;
-        assert!(matches!(v, Verdict::Retry { .. }), "{v:?}");
+        assert!(matches!(v, Completion::Retry(_)), "{v:?}");
     }
 
     #[tokio::test]
     async fn an_upload_that_can_never_complete_and_an_unknown_key_are_dropped() {
         let (uploads, _) = Archive::with(KEY, Completion::Dropped("upload expired".into()));
         let v = verdict(&event("ObjectCreated:Put", KEY), Some(&uploads)).await;
-        assert_eq!(
-            v,
-            Verdict::Dropped {
-                reason: "upload expired".into()
-            }
-        );
+        assert_eq!(v, Completion::Dropped("upload expired".into()));
 
         let (uploads, archive) = Archive::with("transcripts/other.zst", Completion::Done);
         let v = verdict(&event("ObjectCreated:Put", KEY), Some(&uploads)).await;
-        assert!(matches!(v, Verdict::Dropped { .. }), "{v:?}");
+        assert!(matches!(v, Completion::Dropped(_)), "{v:?}");
         assert!(
             archive.completed.lock().unwrap().is_empty(),
             "nothing completed"
@@ -428,25 +427,25 @@ mod tests {
     async fn test_events_other_prefixes_and_other_events_are_done_without_the_archive() {
         let (uploads, archive) = Archive::with(KEY, Completion::Done);
         let test_event = r#"{"Service":"Amazon S3","Event":"s3:TestEvent"}"#;
-        assert_eq!(verdict(test_event, Some(&uploads)).await, Verdict::Done);
-        assert_eq!(verdict(test_event, None).await, Verdict::Done);
+        assert_eq!(verdict(test_event, Some(&uploads)).await, Completion::Done);
+        assert_eq!(verdict(test_event, None).await, Completion::Done);
         let elsewhere = event("ObjectCreated:Put", "exports/2026/x.csv");
-        assert_eq!(verdict(&elsewhere, Some(&uploads)).await, Verdict::Done);
+        assert_eq!(verdict(&elsewhere, Some(&uploads)).await, Completion::Done);
         let removed = event("ObjectRemoved:Delete", KEY);
-        assert_eq!(verdict(&removed, Some(&uploads)).await, Verdict::Done);
+        assert_eq!(verdict(&removed, Some(&uploads)).await, Completion::Done);
         assert!(archive.completed.lock().unwrap().is_empty());
         // A transcript object reaching a worker without an archive cannot be completed there.
         let v = verdict(&event("ObjectCreated:Put", KEY), None).await;
-        assert!(matches!(v, Verdict::Dropped { .. }), "{v:?}");
+        assert!(matches!(v, Completion::Dropped(_)), "{v:?}");
     }
 
     #[test]
     fn a_message_is_redelivered_if_any_record_must_be_retried() {
-        let retry = || Verdict::Retry { reason: "r".into() };
-        let drop = || Verdict::Dropped { reason: "d".into() };
-        assert_eq!(combine(vec![]), Verdict::Done);
-        assert_eq!(combine(vec![Verdict::Done, drop()]), drop());
-        assert_eq!(combine(vec![drop(), retry(), Verdict::Done]), retry());
+        let retry = || Completion::Retry("r".into());
+        let drop = || Completion::Dropped("d".into());
+        assert_eq!(combine(vec![]), Completion::Done);
+        assert_eq!(combine(vec![Completion::Done, drop()]), drop());
+        assert_eq!(combine(vec![drop(), retry(), Completion::Done]), retry());
         assert_eq!(combine(vec![retry(), drop()]), retry());
     }
 
@@ -456,7 +455,7 @@ mod tests {
         let (v, lines) =
             crate::metrics::capture(verdict(&event("ObjectCreated:Put", KEY), Some(&uploads)))
                 .await;
-        assert!(matches!(v, Verdict::Retry { .. }));
+        assert!(matches!(v, Completion::Retry(_)));
         assert_eq!(lines.len(), 1, "{lines:?}");
         let doc: serde_json::Value = serde_json::from_str(&lines[0]).unwrap();
         assert_eq!(doc[COMPLETE_FAILURES], 1.0);
