@@ -176,6 +176,17 @@ fn every_route_of_the_design_reaches_its_function() {
         ("GET", "/api/health", "sync-api"),
         ("POST", "/api/agent-sessions/sync", "ingest"),
         ("GET", "/api/agent-sessions/hello", "ingest"),
+        ("GET", "/api/agent-sessions/transcripts/state", "ingest"),
+        ("POST", "/api/agent-sessions/transcripts/intent", "ingest"),
+        (
+            "PUT",
+            "/api/agent-sessions/transcripts/uploads/{uploadId}",
+            "ingest",
+        ),
+        ("POST", "/api/agent-sessions/transcripts/complete", "ingest"),
+        ("GET", "/api/agent-sessions/transcripts", "ingest"),
+        ("GET", "/api/agent-sessions/transcripts/segment", "ingest"),
+        ("GET", "/api/agent-sessions/transcripts/lines", "ingest"),
     ];
     let mut routes = Vec::new();
     for (_, r) in functions(&t) {
