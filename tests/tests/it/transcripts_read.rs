@@ -1017,3 +1017,80 @@ async fn transcripts_expire_prints_one_json_line_of_counts_per_tenant() {
         syncplane_cli::transcripts::expire(&config, &a.store, Some("nope"), 500, &mut out).await;
     assert!(e.is_err(), "an unknown tenant");
 }
+
+// ---- openapi.json --------------------------------------------------------------------------
+
+/// The wire contract's examples validate against openapi.json's transcript schemas, and the
+/// shapes it refuses do not (the answers of the read routes are checked in every test above).
+#[test]
+fn the_contracts_examples_validate_against_the_openapi_schemas_of_the_transcript_lane() {
+    use serde_json::json;
+    use syncplane_tests::openapi::is_valid;
+    let sha = "ab".repeat(32);
+    let hello = json!({"schemaVersion": 2,
+        "capabilities": {"agentSessionSyncCompression": true, "agentTranscriptUpload": "direct"},
+        "limits": {"maxSessionsPerBatch": 200, "maxWireBytes": 262144, "maxDecodedBytes": 4194304,
+                   "maxSegmentBytes": 4194304, "maxSegmentDecodedBytes": 16777216}});
+    assert!(is_valid("/components/schemas/Hello", &hello));
+    let mut wrong = hello.clone();
+    wrong["capabilities"]["agentTranscriptUpload"] = json!("ftp");
+    assert!(!is_valid("/components/schemas/Hello", &wrong));
+
+    let intent = json!({"computeTargetId": "laptop-1", "sessionId": "s-1", "fileId": "s-1.jsonl",
+        "generation": 1, "offset": 0, "sourceBytes": 5120, "decodedBytes": 5120,
+        "compressedBytes": 1400, "sha256": sha});
+    assert!(is_valid("/components/schemas/TranscriptIntent", &intent));
+    for (field, bad) in [
+        ("fileId", json!("../x")),
+        ("fileId", json!(".hidden")),
+        ("fileId", json!("a".repeat(257))),
+        ("generation", json!(0)),
+        ("sourceBytes", json!(0)),
+        ("compressedBytes", json!(4_194_305)),
+        ("decodedBytes", json!(16_777_217)),
+        ("sha256", json!("AB".repeat(32))),
+    ] {
+        let mut b = intent.clone();
+        b[field] = bad;
+        assert!(
+            !is_valid("/components/schemas/TranscriptIntent", &b),
+            "{field}"
+        );
+    }
+
+    let mismatch = json!({"success": false,
+        "error": {"message": "offset mismatch", "code": "offset_mismatch"},
+        "data": {"generation": 3, "ackedOffset": 1048576}});
+    assert!(is_valid(
+        "/components/schemas/TranscriptOffsetMismatch",
+        &mismatch
+    ));
+    let mut no_state = mismatch.clone();
+    no_state.as_object_mut().unwrap().remove("data");
+    assert!(!is_valid(
+        "/components/schemas/TranscriptOffsetMismatch",
+        &no_state
+    ));
+
+    let upload = json!({"uploadId": "5b0e6c1e-1d2c-4c5e-9a55-0e0e0e0e0e0e",
+        "upload": {"method": "PUT", "url": "https://bucket.s3.amazonaws.com/k",
+                   "headers": {"content-length": "1400"}, "expiresAt": "2026-12-01T10:05:00Z"},
+        "objectKey": format!("transcripts/1/{}/s-1.jsonl/1/{:020}-{sha}.zst", "0".repeat(32), 0)});
+    assert!(is_valid(
+        "/components/schemas/TranscriptUploadIntent",
+        &upload
+    ));
+
+    let files = json!({"files": [{"fileId": "s-1.jsonl", "generation": 1, "ackedOffset": 5120,
+        "decodedBytes": 5120, "segments": [{"offset": 0, "sourceBytes": 5120,
+        "decodedBytes": 5120, "compressedBytes": 1400, "sha256": sha, "url": "https://x"}]}]});
+    assert!(is_valid("/components/schemas/TranscriptFiles", &files));
+    assert!(is_valid(
+        "/components/schemas/TranscriptLines",
+        &json!({"lines": ["{}"], "nextCursor": "MTowOjE"})
+    ));
+    assert!(!is_valid(
+        "/components/schemas/TranscriptLines",
+        &json!({"nextCursor": "x"})
+    ));
+}
