@@ -12,6 +12,7 @@ pub mod report;
 pub mod search;
 pub mod serve;
 pub mod sync;
+pub mod transcripts;
 pub mod upkeep;
 
 #[derive(Parser)]
@@ -44,9 +45,12 @@ pub enum Command {
     /// Search the synced documents and READMEs (as GET /api/search). Exit status: 0 hits, 1
     /// none, 2 refused query.
     Search(search::SearchArgs),
-    /// Provision agent session ingest: orgs, users, compute targets, device tokens.
+    /// Provision agent session ingest: orgs, users, compute targets, device tokens, read tokens.
     #[command(subcommand)]
     Ingest(provision::IngestCommand),
+    /// The transcript archive: `expire` deletes what the orgs' retention says is due.
+    #[command(subcommand)]
+    Transcripts(transcripts::TranscriptsCommand),
     /// Serve the HTTP functions (webhook, sync-api, ingest) on one local server, binary-safe,
     /// with inline jobs and, with SYNC_SCHEDULER=1, the minute tick: the local run that takes
     /// what real clients send (`scripts/local.sh --serve`).
@@ -68,6 +72,7 @@ pub async fn run(cli: Cli, config: &Config, out: &mut dyn Write) -> anyhow::Resu
         Command::Status { json } => status(config, json, out).await,
         Command::Search(args) => search::run(config, &args, out).await,
         Command::Ingest(cmd) => provision::run(config, cmd, out).await,
+        Command::Transcripts(cmd) => transcripts::run(config, cmd, out).await,
         Command::Serve(args) => serve::run(config, &args, out).await,
     }
 }
@@ -96,6 +101,9 @@ impl Command {
             Command::Search(a) => a.tenant.as_deref().map_or(Databases::First, Databases::One),
             Command::Status { .. } => Databases::All,
             Command::Ingest(_) => Databases::First,
+            Command::Transcripts(transcripts::TranscriptsCommand::Expire { tenant, .. }) => {
+                named(tenant)
+            }
         })
     }
 }

@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
+use shared::archive::retention;
 use shared::ingest::provision::{self, NewOrg};
+use shared::ingest::transcripts::read_auth;
 use sqlx::PgPool;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -55,7 +57,7 @@ pub enum IngestCommand {
         #[arg(long, value_enum, default_value = "off")]
         frustration: Switch,
     },
-    /// Change an org's policy, gate or frustration opt-in.
+    /// Change an org's policy, gate, frustration opt-in or transcript retention.
     SetOrg {
         /// The org's id (printed by create-org).
         org_id: i64,
@@ -65,6 +67,10 @@ pub enum IngestCommand {
         feature_gate: Option<Switch>,
         #[arg(long, value_enum)]
         frustration: Option<Switch>,
+        /// Delete the org's transcript segments older than N days (1 to 36500), or `off` to keep
+        /// them forever (`syncplane transcripts expire` deletes).
+        #[arg(long, value_name = "N|off")]
+        transcript_retention_days: Option<Retention>,
     },
     /// Switch the capability on or off globally.
     SetGlobalFeature {
@@ -96,6 +102,20 @@ pub enum IngestCommand {
     /// Revoke a device token by its id.
     RevokeToken {
         /// The token's id (printed on stderr by issue-token).
+        token_id: i64,
+    },
+    /// Issue a read token for an org (what the web app reads transcripts with); the token is
+    /// printed once and never stored.
+    IssueReadToken {
+        /// The org's id (printed by create-org).
+        #[arg(long)]
+        org: i64,
+        #[arg(long)]
+        label: Option<String>,
+    },
+    /// Revoke a read token by its id.
+    RevokeReadToken {
+        /// The token's id (printed on stderr by issue-read-token).
         token_id: i64,
     },
     /// Local demo only (`SYNCPLANE_LOCAL=1`, as `scripts/local.sh` sets): provision the org, user,
@@ -131,7 +151,16 @@ pub async fn run(
             sync_policy,
             feature_gate,
             frustration,
-        } => set_org(&pool, org_id, sync_policy, feature_gate, frustration, out).await?,
+            transcript_retention_days,
+        } => {
+            let flags = OrgFlags {
+                sync_policy,
+                feature_gate,
+                frustration,
+                retention: transcript_retention_days,
+            };
+            set_org(&pool, org_id, flags, out).await?
+        }
         IngestCommand::SetGlobalFeature { state } => {
             provision::set_global_feature(&pool, state.on()).await?;
             writeln!(
@@ -160,6 +189,15 @@ pub async fn run(
             }
             writeln!(out, "token {token_id} revoked")?;
         }
+        IngestCommand::IssueReadToken { org, label } => {
+            issue_read_token(&pool, org, label.as_deref(), out).await?;
+        }
+        IngestCommand::RevokeReadToken { token_id } => {
+            if !read_auth::revoke_read_token(&pool, token_id).await? {
+                anyhow::bail!("read token {token_id} not found or already revoked");
+            }
+            writeln!(out, "read token {token_id} revoked")?;
+        }
         IngestCommand::Demo => demo(&pool, out).await?,
     }
     Ok(ExitCode::SUCCESS)
@@ -173,24 +211,51 @@ async fn create_org(pool: &PgPool, org: &NewOrg<'_>, out: &mut dyn Write) -> any
     Ok(())
 }
 
+/// `--transcript-retention-days`: a number of days, or `off` (keep forever).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retention(pub Option<u32>);
+
+impl std::str::FromStr for Retention {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "off" {
+            return Ok(Self(None));
+        }
+        s.parse::<u32>()
+            .ok()
+            .filter(|d| (1..=36_500).contains(d))
+            .map(|d| Self(Some(d)))
+            .ok_or_else(|| format!("{s:?}: a number of days from 1 to 36500, or off"))
+    }
+}
+
+/// What `set-org` changes (`None`: left as it is).
+pub struct OrgFlags {
+    pub sync_policy: Option<Policy>,
+    pub feature_gate: Option<Switch>,
+    pub frustration: Option<Switch>,
+    pub retention: Option<Retention>,
+}
+
 /// `set-org`: only the settings given change; an unknown org is an error.
 async fn set_org(
     pool: &PgPool,
     org_id: i64,
-    sync_policy: Option<Policy>,
-    feature_gate: Option<Switch>,
-    frustration: Option<Switch>,
+    flags: OrgFlags,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
     let mut found = provision::set_org_flags(
         pool,
         org_id,
-        feature_gate.map(Switch::on),
-        frustration.map(Switch::on),
+        flags.feature_gate.map(Switch::on),
+        flags.frustration.map(Switch::on),
     )
     .await?;
-    if let Some(policy) = sync_policy {
+    if let Some(policy) = flags.sync_policy {
         found &= provision::set_sync_policy(pool, org_id, policy.value()).await?;
+    }
+    if let Some(Retention(days)) = flags.retention {
+        found &= retention::set_retention(pool, org_id, days).await?;
     }
     if !found {
         anyhow::bail!("org {org_id} not found");
@@ -212,6 +277,25 @@ async fn issue_token(
         .with_context(|| format!("user {user_id} not found"))?;
     eprintln!(
         "token {} issued; it is shown once and cannot be recovered",
+        issued.id
+    );
+    writeln!(out, "{}", issued.token)?;
+    Ok(())
+}
+
+/// `issue-read-token`: like `issue-token`, the id on stderr and the token alone on stdout, shown
+/// this once.
+async fn issue_read_token(
+    pool: &PgPool,
+    org_id: i64,
+    label: Option<&str>,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    let issued = read_auth::issue_read_token(pool, org_id, label)
+        .await
+        .with_context(|| format!("org {org_id} not found"))?;
+    eprintln!(
+        "read token {} issued for org {org_id}; it is shown once and cannot be recovered",
         issued.id
     );
     writeln!(out, "{}", issued.token)?;

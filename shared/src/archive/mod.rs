@@ -7,4 +7,5 @@
 //! A layer below the HTTP surfaces and the worker: the ingest routes (`crate::ingest::transcripts`)
 //! and the worker's S3 notifications both complete uploads through here, with one verification.
 
+pub mod retention;
 pub mod store;

@@ -17,3 +17,4 @@ mod read;
 mod runs;
 mod shared_token;
 mod transcripts_s3;
+mod transcripts_read;

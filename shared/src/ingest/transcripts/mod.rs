@@ -3,6 +3,7 @@
 //! (Skeleton: routing filled in by the transcript server work.)
 
 pub mod read;
+pub mod read_auth;
 
 use lambda_http::{Body, Request, Response};
 
