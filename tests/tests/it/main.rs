@@ -16,5 +16,5 @@ mod ops;
 mod read;
 mod runs;
 mod shared_token;
-mod transcripts_s3;
 mod transcripts_read;
+mod transcripts_s3;
