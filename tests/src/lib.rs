@@ -15,6 +15,7 @@ pub mod provisioned;
 pub mod rows;
 pub mod search_plan;
 pub mod sqs;
+pub mod transcripts;
 
 use std::sync::Once;
 

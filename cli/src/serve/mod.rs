@@ -66,6 +66,10 @@ impl Functions {
             pool,
             rate_limit_per_minute: config.ingest_rate_limit_per_minute,
             admission: shared::ingest::Admission::limited(config.ingest_max_in_flight),
+            transcripts: shared::ingest::transcripts::TranscriptsState::from_settings(
+                &config.transcripts,
+            )
+            .await,
         };
         Ok(Self::new(app, ingest))
     }

@@ -12,6 +12,12 @@ pub struct S3Store {
 }
 
 impl S3Store {
+    /// Minimal stub until the S3 work lands (the transcript server work needs the call).
+    pub async fn from_settings(s: &crate::config::transcripts::TranscriptSettings) -> Self {
+        Self {
+            bucket: s.bucket.clone().unwrap_or_default(),
+        }
+    }
     pub async fn upload_target(&self, _spec: &UploadSpec<'_>) -> Result<UploadTarget, StoreError> {
         Err(StoreError::Unavailable("not built".into()))
     }
