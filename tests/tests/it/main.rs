@@ -16,3 +16,4 @@ mod ops;
 mod read;
 mod runs;
 mod shared_token;
+mod transcripts;
