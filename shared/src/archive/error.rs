@@ -2,7 +2,7 @@
 //! not success. The HTTP surfaces map each variant to their own status and code (the ingest
 //! routes: `crate::ingest::error`); the worker decides on it for an S3 notification.
 
-use super::files::FileState;
+use super::position::FileState;
 use super::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]

@@ -2,7 +2,7 @@
 //! secret-redacted transcript bytes for an archive upload ... that archive is what the web renders
 //! turn and tool detail from"): where segments are stored ([`store`]: S3 through presigned URLs,
 //! or a filesystem directory for the direct transport), how a stored segment is verified
-//! ([`segment`]), its object key ([`key`]), and what Postgres keeps of it ([`files`]: files,
+//! ([`segment`]), its object key ([`key`]), a file's position ([`position`]), and what Postgres keeps of it ([`files`]: files,
 //! acknowledged offsets, segments, upload intents), with one error type ([`error`]).
 //!
 //! A layer below the HTTP surfaces and the worker: the ingest routes (`crate::ingest::transcripts`)
@@ -11,6 +11,7 @@
 pub mod error;
 pub mod files;
 pub mod key;
+pub mod position;
 pub mod segment;
 pub mod store;
 

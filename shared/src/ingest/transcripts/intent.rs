@@ -21,7 +21,7 @@ use crate::archive::files::{self, FileName, NewUpload};
 use crate::archive::key::SegmentKey;
 use crate::archive::segment::Claim;
 use crate::archive::store::UploadSpec;
-use crate::http::{body_bytes, route_path};
+use crate::http::{FORWARDED_PREFIX, body_bytes, header, route_path};
 use crate::ingest::IngestState;
 use crate::ingest::auth;
 use crate::ingest::error::{IngestError, db_failure};
@@ -83,9 +83,20 @@ pub async fn post(state: &IngestState, req: &Request) -> Result<Value, IngestErr
         IngestError::PayloadTooLarge
     })?;
     // 8. Position, and the intent recorded.
+    record(state, req, device.org_id, &intent).await
+}
+
+/// Step 8 and the answer: the intent recorded if the position is right (`409` otherwise), then
+/// where the store wants the bytes.
+async fn record(
+    state: &IngestState,
+    req: &Request,
+    org_id: i64,
+    intent: &Intent,
+) -> Result<Value, IngestError> {
     let upload_id = uuid::Uuid::new_v4();
     let key = SegmentKey {
-        org_id: device.org_id,
+        org_id,
         compute_target_id: &intent.compute_target_id,
         session_id: &intent.session_id,
         file_id: &intent.file_id,
@@ -100,25 +111,12 @@ pub async fn post(state: &IngestState, req: &Request) -> Result<Value, IngestErr
     let expires_at = Utc::now() + ttl;
     let expires_at =
         expires_at - chrono::Duration::nanoseconds(i64::from(expires_at.timestamp_subsec_nanos()));
-    let spec = UploadSpec {
-        key: &key,
-        upload_id,
-        compressed_bytes: intent.claim.compressed_bytes,
-        sha256: intent.claim.sha256,
-        expires_at,
-    };
-    let mut target = state
-        .transcripts
-        .store
-        .upload_target(&spec)
-        .await
-        .map_err(store_failure)?;
     files::create_upload(
         &state.pool,
         &NewUpload {
             upload_id,
             file: FileName {
-                org_id: device.org_id,
+                org_id,
                 compute_target_id: &intent.compute_target_id,
                 session_id: &intent.session_id,
                 file_id: &intent.file_id,
@@ -132,6 +130,19 @@ pub async fn post(state: &IngestState, req: &Request) -> Result<Value, IngestErr
     )
     .await
     .map_err(archive_failure)?;
+    let spec = UploadSpec {
+        key: &key,
+        upload_id,
+        compressed_bytes: intent.claim.compressed_bytes,
+        sha256: intent.claim.sha256,
+        expires_at,
+    };
+    let mut target = state
+        .transcripts
+        .store
+        .upload_target(&spec)
+        .await
+        .map_err(store_failure)?;
     if target.url.starts_with('/') {
         // The direct transport: the ingest function's own route, behind the same prefix (a
         // named stage) as this request.
@@ -154,19 +165,31 @@ pub async fn post(state: &IngestState, req: &Request) -> Result<Value, IngestErr
     }))
 }
 
-/// What stands in front of the route in this request's path (`/prod` for a named API Gateway
-/// stage; empty when the function sees the route as is).
+/// What stands in front of the route in this request's path: a prefix a local server removed
+/// (`/lambda-url/ingest`, [`FORWARDED_PREFIX`]), then a named API Gateway stage (`/prod`); empty
+/// when the function sees the route as is. Only path characters are kept (a client can send the
+/// header too: it only shapes the URL answered to itself).
 fn path_prefix(req: &Request) -> String {
-    let full = req.uri().path();
-    let route = route_path(req);
-    full.strip_suffix(route)
-        .filter(|p| {
-            p.bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.'))
-        })
-        .unwrap_or("")
-        .trim_end_matches('/')
-        .to_owned()
+    let safe = |p: &&str| {
+        p.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'/' | b'-' | b'_' | b'.'))
+            && !p.contains("..")
+    };
+    let forwarded = header(req, FORWARDED_PREFIX)
+        .filter(|p| p.starts_with('/'))
+        .filter(safe)
+        .unwrap_or("");
+    let stage = req
+        .uri()
+        .path()
+        .strip_suffix(route_path(req))
+        .filter(safe)
+        .unwrap_or("");
+    format!(
+        "{}{}",
+        forwarded.trim_end_matches('/'),
+        stage.trim_end_matches('/')
+    )
 }
 
 /// The body's `computeTargetId`, from one JSON object without duplicate keys (400 otherwise).

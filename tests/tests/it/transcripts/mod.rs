@@ -5,5 +5,6 @@
 mod faults;
 mod position;
 mod refusals;
+mod serve;
 mod support;
 mod upload;
