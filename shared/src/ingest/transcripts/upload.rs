@@ -4,7 +4,7 @@
 //! expired (`410 upload_expired`), the body must be the intent's bytes (`413` over the cap,
 //! `400` when its length or SHA-256 is not the intent's), and the write is create-only: `200
 //! {"stored": true}` when stored or already there, so a retried PUT, or one after complete, is
-//! harmless.
+//! harmless. With the presigned transport the route is not there (`404`).
 
 use lambda_http::Request;
 use serde_json::{Value, json};
@@ -13,6 +13,7 @@ use syncplane_contract::transcripts::MAX_SEGMENT_BYTES;
 use super::{Facts, store_failure};
 use crate::archive::files;
 use crate::archive::segment::check_digest;
+use crate::archive::store::Store;
 use crate::http::body_bytes;
 use crate::ingest::IngestState;
 use crate::ingest::auth;
@@ -25,6 +26,10 @@ pub(super) async fn put(
     facts: &mut Facts,
 ) -> Result<Value, IngestError> {
     let device = auth::authenticate(&state.pool, req.headers()).await?;
+    if !matches!(state.transcripts.store, Store::Direct(_)) {
+        // The presigned transport: bytes go straight to S3, never through this function.
+        return Err(IngestError::NotFound);
+    }
     let Ok(id) = uuid::Uuid::parse_str(id) else {
         return Err(IngestError::NotFound);
     };
