@@ -94,3 +94,29 @@ async fn a_transcript_rewritten_in_place_starts_a_new_generation_at_0_and_the_ol
         .await;
     assert_offset_mismatch(&r, 2, acked);
 }
+
+#[tokio::test]
+async fn concurrent_intents_and_completes_of_one_segment_record_it_once() {
+    let env = env().await;
+    let seg = segment(&lines(40, "a"));
+    // First intents of a new file at once: each gets its upload (one file row).
+    let body = intent_for(1, 0, &seg);
+    let answers = futures::future::join_all((0..6).map(|_| env.intent(&body))).await;
+    for r in &answers {
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    assert_eq!(env.count("SELECT count(*) FROM transcript_files").await, 1);
+    let id = answers[0].data()["uploadId"].as_str().unwrap().to_owned();
+    let puts = futures::future::join_all((0..4).map(|_| env.put(&id, &seg.compressed))).await;
+    assert!(puts.iter().all(|r| r.status == 200));
+    // The route and the worker (or a retry) completing one upload at once: one answer for all.
+    let done = futures::future::join_all((0..4).map(|_| env.complete(&id))).await;
+    for r in &done {
+        assert_eq!(r.status, 200, "{}", r.body);
+        assert_eq!(
+            r.data(),
+            &json!({"generation": 1, "ackedOffset": seg.decoded.len()})
+        );
+    }
+    assert_eq!(env.segments().await, 1);
+}
