@@ -16,6 +16,7 @@ pub mod rows;
 pub mod s3;
 pub mod search_plan;
 pub mod sqs;
+pub mod transcripts;
 
 use std::sync::Once;
 

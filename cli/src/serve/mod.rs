@@ -66,6 +66,10 @@ impl Functions {
             pool,
             rate_limit_per_minute: config.ingest_rate_limit_per_minute,
             admission: shared::ingest::Admission::limited(config.ingest_max_in_flight),
+            transcripts: shared::ingest::transcripts::TranscriptsState::from_settings(
+                &config.transcripts,
+            )
+            .await,
         };
         Ok(Self::new(app, ingest))
     }
@@ -82,13 +86,15 @@ impl Functions {
                 "no function serves this path (try /lambda-url/<webhook|sync-api|ingest>/...)",
             ));
         };
-        let event = gateway::event(
-            &parts.method,
-            raw_path,
-            parts.uri.query(),
-            &parts.headers,
-            &body,
-        );
+        // The `/lambda-url/<function>` the function does not see, for the URLs it answers with
+        // (the transcript lane's direct upload URL keeps the request's own prefix).
+        let mut headers = parts.headers.clone();
+        if let Some(prefix) = path.strip_suffix(raw_path).filter(|p| !p.is_empty())
+            && let Ok(value) = http::HeaderValue::from_str(prefix)
+        {
+            headers.insert(shared::http::FORWARDED_PREFIX, value);
+        }
+        let event = gateway::event(&parts.method, raw_path, parts.uri.query(), &headers, &body);
         let resp = match gateway::to_lambda(event) {
             Ok(req) => self.call(function, req).await,
             Err(e) => {

@@ -1,4 +1,5 @@
-//! Thin Lambda entry point for `POST /api/agent-sessions/sync` and `GET /api/agent-sessions/hello`:
+//! Thin Lambda entry point for `POST /api/agent-sessions/sync`, `GET /api/agent-sessions/hello`
+//! and the transcript lane's `/api/agent-sessions/transcripts/...` routes:
 //! logging, configuration, a lazily connected pool kept across invocations, the schema check
 //! (503 `schema_behind`), then
 //! `shared::ingest::serve` (the schema check, then the handler).
@@ -25,6 +26,10 @@ async fn main() -> Result<(), Error> {
         pool,
         rate_limit_per_minute: config.ingest_rate_limit_per_minute,
         admission: shared::ingest::Admission::limited(config.ingest_max_in_flight),
+        transcripts: shared::ingest::transcripts::TranscriptsState::from_settings(
+            &config.transcripts,
+        )
+        .await,
     };
     let state = &state;
     let schema = &SchemaGuard::default();

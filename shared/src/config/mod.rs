@@ -18,6 +18,7 @@
 //!   `tenants`: `TENANTS_FILE`;
 //! - [`secrets`]: secrets given by reference, resolved at cold start;
 //! - [`metrics`]: the metric settings (emitting them is the crate root's `metrics`);
+//! - [`transcripts`]: the transcript lane's settings (store, upload TTL, rate limit);
 //! - this file: the process [`Config`] and the process-wide settings (jobs, scheduler, ingest).
 
 mod env;
@@ -29,6 +30,7 @@ pub mod secrets;
 mod sync;
 mod tenant;
 mod tenants;
+pub mod transcripts;
 mod values;
 
 use std::path::Path;
@@ -79,6 +81,8 @@ pub struct Config {
     pub ingest_max_in_flight: u32,
     /// `SYNC_METRICS`, `SYNC_METRICS_NAMESPACE` ([`metrics`]; emitted by the crate root's `metrics`).
     pub metrics: metrics::Settings,
+    /// `TRANSCRIPT_*`, `AWS_ENDPOINT_URL_S3` ([`transcripts`]).
+    pub transcripts: transcripts::TranscriptSettings,
 }
 
 impl Config {
@@ -137,6 +141,7 @@ pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, Co
         ingest_rate_limit_per_minute,
         ingest_max_in_flight,
         metrics: metrics::Settings::from_lookup(&get)?,
+        transcripts: transcripts::TranscriptSettings::from_lookup(&get)?,
     })
 }
 

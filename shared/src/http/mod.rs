@@ -8,5 +8,5 @@ pub mod envelope;
 pub mod request;
 pub mod response;
 
-pub use request::{bearer_token, body_bytes, header, route_path};
+pub use request::{FORWARDED_PREFIX, bearer_token, body_bytes, header, route_path};
 pub use response::{HttpError, error_response, respond, result_response};

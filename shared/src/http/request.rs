@@ -18,6 +18,10 @@ pub fn route_path(req: &Request) -> &str {
     path
 }
 
+/// The path prefix a local server (`syncplane serve`) removed before the function saw the
+/// request (`/lambda-url/ingest`), so a URL the function answers with can keep it.
+pub const FORWARDED_PREFIX: &str = "x-forwarded-prefix";
+
 /// The body bytes as the client sent them (lambda_http has already undone API Gateway's base64).
 pub fn body_bytes(body: &Body) -> &[u8] {
     match body {

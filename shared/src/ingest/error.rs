@@ -4,6 +4,7 @@
 
 use http::StatusCode;
 use syncplane_contract::code;
+use syncplane_contract::transcripts::code as transcripts;
 
 use crate::http::HttpError;
 
@@ -38,6 +39,22 @@ pub enum IngestError {
     /// The database failed; the detail was logged where it happened.
     #[error("ingestion failed")]
     IngestionFailed,
+    /// Transcript lane: switched off globally (`feature_flags.agent_transcript_sync`) or for the
+    /// org (`orgs.transcript_gate`).
+    #[error("transcript sync is disabled for this organization")]
+    TranscriptsDisabled,
+    /// Transcript lane: the segment does not continue the file; `data` is the file's state.
+    #[error("the segment does not start at the acknowledged offset")]
+    OffsetMismatch { generation: u32, acked_offset: u64 },
+    /// Transcript lane: `complete` before the bytes are stored.
+    #[error("nothing is stored for this upload yet")]
+    UploadMissing,
+    /// Transcript lane: the intent ran out before it was completed.
+    #[error("the upload intent expired")]
+    UploadExpired,
+    /// Transcript lane: the object store failed; the detail was logged where it happened.
+    #[error("the transcript store is unavailable, retry later")]
+    StoreUnavailable,
 }
 
 impl IngestError {
@@ -57,6 +74,10 @@ impl IngestError {
             Self::RateLimited { .. } | Self::ServerBusy { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::ChunkOutOfSequence => StatusCode::CONFLICT,
             Self::IngestionFailed => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::TranscriptsDisabled => StatusCode::FORBIDDEN,
+            Self::OffsetMismatch { .. } | Self::UploadMissing => StatusCode::CONFLICT,
+            Self::UploadExpired => StatusCode::GONE,
+            Self::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
     }
 
@@ -75,6 +96,11 @@ impl IngestError {
             Self::FeatureDisabled => Some(code::FEATURE_DISABLED),
             Self::ChunkOutOfSequence => Some(code::CHUNK_OUT_OF_SEQUENCE),
             Self::IngestionFailed => Some(code::INGESTION_FAILED),
+            Self::TranscriptsDisabled => Some(transcripts::TRANSCRIPTS_DISABLED),
+            Self::OffsetMismatch { .. } => Some(transcripts::OFFSET_MISMATCH),
+            Self::UploadMissing => Some(transcripts::UPLOAD_MISSING),
+            Self::UploadExpired => Some(transcripts::UPLOAD_EXPIRED),
+            Self::StoreUnavailable => Some(transcripts::STORE_UNAVAILABLE),
         }
     }
 }
@@ -93,6 +119,15 @@ impl HttpError for IngestError {
             }
             Self::MethodNotAllowed { allow } => vec![("allow", (*allow).to_owned())],
             _ => Vec::new(),
+        }
+    }
+    fn data(&self) -> Option<serde_json::Value> {
+        match self {
+            Self::OffsetMismatch {
+                generation,
+                acked_offset,
+            } => Some(serde_json::json!({"generation": generation, "ackedOffset": acked_offset})),
+            _ => None,
         }
     }
 }

@@ -28,6 +28,8 @@ pub struct IngestState {
     pub rate_limit_per_minute: u32,
     /// Batches this process works on at once (`INGEST_MAX_IN_FLIGHT`).
     pub admission: super::Admission,
+    /// The transcript lane: its store, upload TTL and rate limit (`super::transcripts`).
+    pub transcripts: super::transcripts::TranscriptsState,
 }
 
 /// What a batch was found to be, as far as its handling got (its metrics).
@@ -50,8 +52,13 @@ pub async fn serve(state: &IngestState, schema: &SchemaGuard, req: Request) -> R
     handle(state, req).await
 }
 
-/// Answer one request; never fails (every error is an enveloped response).
+/// Answer one request; never fails (every error is an enveloped response). The transcript
+/// lane's paths go to [`super::transcripts::serve`] first (its own checks, metrics and store);
+/// everything else is the metadata lane's.
 pub async fn handle(state: &IngestState, req: Request) -> Response<Body> {
+    if let Some(answer) = super::transcripts::serve(state, &req).await {
+        return answer;
+    }
     let started = std::time::Instant::now();
     let mut facts = None;
     let result = route(state, &req, &mut facts)
@@ -133,7 +140,7 @@ async fn route(
     match (route_path(req), req.method()) {
         (HELLO_PATH, &Method::GET) => {
             auth::authenticate(&state.pool, req.headers()).await?;
-            Ok(hello_ack())
+            Ok(hello_ack(state.transcripts.store.transport()))
         }
         (SYNC_PATH, &Method::POST) => {
             let facts = facts.insert(BatchFacts::default());
@@ -146,15 +153,23 @@ async fn route(
     }
 }
 
-/// The hello-ack's `data`: a client gzips only after it has seen the capability.
-pub fn hello_ack() -> serde_json::Value {
+/// The hello-ack's `data`: a client gzips only after it has seen the capability, and runs its
+/// transcript lane only with `agentTranscriptUpload` (`transport`: the store's, `presigned` or
+/// `direct`) and the segment caps.
+pub fn hello_ack(transport: &str) -> serde_json::Value {
+    use syncplane_contract::transcripts as t;
     json!({
         "schemaVersion": SCHEMA_VERSION,
-        "capabilities": { syncplane_contract::COMPRESSION_CAPABILITY: true },
+        "capabilities": {
+            syncplane_contract::COMPRESSION_CAPABILITY: true,
+            t::UPLOAD_CAPABILITY: transport,
+        },
         "limits": {
             "maxSessionsPerBatch": MAX_SESSIONS_PER_BATCH,
             "maxWireBytes": MAX_WIRE_BYTES,
             "maxDecodedBytes": MAX_DECODED_BYTES,
+            t::MAX_SEGMENT_BYTES_KEY: t::MAX_SEGMENT_BYTES,
+            t::MAX_SEGMENT_DECODED_BYTES_KEY: t::MAX_SEGMENT_DECODED_BYTES,
         }
     })
 }

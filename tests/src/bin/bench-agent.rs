@@ -214,6 +214,7 @@ async fn start_server() -> (TestDb, IngestServer, String) {
         pool: db.pool.clone(),
         rate_limit_per_minute: 1_000_000,
         admission: shared::ingest::Admission::unlimited(),
+        transcripts: syncplane_tests::transcripts::temp_state(),
     })
     .await;
     (db, server, token)

@@ -112,6 +112,7 @@ async fn bench(args: Args) -> ExitCode {
         } else {
             shared::ingest::Admission::limited(args.max_in_flight)
         },
+        transcripts: syncplane_tests::transcripts::temp_state(),
     })
     .await;
     let sample = Generator::new(clients[0].target.clone(), 0, 0, args.rewrite_share).next_body();

@@ -157,6 +157,7 @@ async fn main() {
         pool: db.pool.clone(),
         rate_limit_per_minute: 1_000_000,
         admission: shared::ingest::Admission::unlimited(),
+        transcripts: syncplane_tests::transcripts::temp_state(),
     };
 
     // 1. Handler time: every run is a fresh batch (new sessions: the full insert path).

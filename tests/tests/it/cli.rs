@@ -239,6 +239,7 @@ async fn ingest_provisioning_through_the_cli_decides_what_the_ingest_function_ac
         pool: s.db.pool.clone(),
         rate_limit_per_minute: 100,
         admission: shared::ingest::Admission::unlimited(),
+        transcripts: syncplane_tests::transcripts::temp_state(),
     };
     let post = |token: String| {
         let state = state.clone();

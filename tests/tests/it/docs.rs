@@ -90,9 +90,44 @@ fn ingest_errors() -> Vec<IngestError> {
             | E::FeatureDisabled
             | E::ChunkOutOfSequence
             | E::IngestionFailed => {}
+            // The transcript lane's own answers: its wire contract's ([`transcript_errors`]).
+            E::TranscriptsDisabled
+            | E::OffsetMismatch { .. }
+            | E::UploadMissing
+            | E::UploadExpired
+            | E::StoreUnavailable => {}
         }
     }
     all
+}
+
+/// The transcript lane's own refusals (docs/transcript-wire-contract.md), beside the metadata
+/// lane's codes it shares.
+fn transcript_errors() -> Vec<IngestError> {
+    use IngestError as E;
+    vec![
+        E::TranscriptsDisabled,
+        E::OffsetMismatch {
+            generation: 1,
+            acked_offset: 0,
+        },
+        E::UploadMissing,
+        E::UploadExpired,
+        E::StoreUnavailable,
+    ]
+}
+
+#[test]
+fn the_transcript_wire_contract_names_each_refusal_of_the_lane() {
+    let doc = read("docs/transcript-wire-contract.md");
+    for e in transcript_errors() {
+        let code = e.code().expect("each of the lane's refusals has a code");
+        let spelled = format!("`{} {code}`", e.status().as_u16());
+        assert!(
+            doc.contains(&spelled),
+            "{spelled} not in the transcript wire contract"
+        );
+    }
 }
 
 /// Every GitHub client error once (exhaustive, as above): the sync API answers them as they are.
@@ -286,7 +321,7 @@ fn the_hello_ack_in_the_wire_contract_is_the_servers() {
     let shown: Value = serde_json::from_str(block).expect("the hello-ack block is JSON");
     assert_eq!(
         shown,
-        shared::http::envelope::success(shared::ingest::handler::hello_ack())
+        shared::http::envelope::success(shared::ingest::handler::hello_ack("direct"))
     );
     // The limits the prose quotes are the served ones.
     for limit in [

@@ -16,5 +16,6 @@ mod ops;
 mod read;
 mod runs;
 mod shared_token;
+mod transcripts;
 mod transcripts_read;
 mod transcripts_s3;

@@ -41,6 +41,15 @@ impl S3Store {
         }
     }
 
+    /// As the settings say: `TRANSCRIPT_BUCKET`, pointed at `AWS_ENDPOINT_URL_S3` when set.
+    pub async fn from_settings(settings: &crate::config::transcripts::TranscriptSettings) -> Self {
+        Self::from_env(
+            settings.bucket.as_deref().unwrap_or_default(),
+            settings.s3_endpoint.as_deref(),
+        )
+        .await
+    }
+
     /// From the environment's AWS configuration (the Lambda role's credentials and region),
     /// pointed at `endpoint` (`AWS_ENDPOINT_URL_S3`) when one is given: path-style addressing
     /// then (a local S3 server has no per-bucket host names). An endpoint with no credentials in

@@ -38,6 +38,7 @@ pub async fn env_with(rate_limit_per_minute: u32) -> Env {
         pool: db.pool.clone(),
         rate_limit_per_minute,
         admission: shared::ingest::Admission::unlimited(),
+        transcripts: syncplane_tests::transcripts::temp_state(),
     })
     .await;
     Env {

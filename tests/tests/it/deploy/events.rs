@@ -33,6 +33,7 @@ async fn provisioned() -> (TestDb, IngestState) {
         pool: db.pool.clone(),
         rate_limit_per_minute: 100,
         admission: shared::ingest::Admission::unlimited(),
+        transcripts: syncplane_tests::transcripts::temp_state(),
     };
     (db, state)
 }
@@ -91,6 +92,7 @@ async fn the_events_are_refused_without_their_provisioned_token() {
         pool: db.pool.clone(),
         rate_limit_per_minute: 100,
         admission: shared::ingest::Admission::unlimited(),
+        transcripts: syncplane_tests::transcripts::temp_state(),
     };
     for name in ["ingest-hello.json", "ingest-sync.json"] {
         let (_, req) = event(name);

@@ -561,6 +561,7 @@ async fn the_real_handlers_answer_503_not_500_on_an_unmigrated_database() {
         pool: db.pool.clone(),
         rate_limit_per_minute: 100,
         admission: shared::ingest::Admission::unlimited(),
+        transcripts: syncplane_tests::transcripts::temp_state(),
     };
     let guard = SchemaGuard::default();
     let req = syncplane_tests::apigw::request(

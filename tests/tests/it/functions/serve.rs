@@ -33,6 +33,7 @@ fn ingest_state(env: &Env) -> IngestState {
         pool: env.db.pool.clone(),
         rate_limit_per_minute: 1000,
         admission: shared::ingest::Admission::unlimited(),
+        transcripts: syncplane_tests::transcripts::temp_state(),
     }
 }
 

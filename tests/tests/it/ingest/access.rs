@@ -38,8 +38,9 @@ async fn hello_ack_body_is_exactly_the_contract() {
     assert_eq!(
         r.body,
         json!({"success": true, "data": {"schemaVersion": 2,
-            "capabilities": {"agentSessionSyncCompression": true},
-            "limits": {"maxSessionsPerBatch": 200, "maxWireBytes": 262144, "maxDecodedBytes": 4194304}}})
+            "capabilities": {"agentSessionSyncCompression": true, "agentTranscriptUpload": "direct"},
+            "limits": {"maxSessionsPerBatch": 200, "maxWireBytes": 262144, "maxDecodedBytes": 4194304,
+                       "maxSegmentBytes": 4194304, "maxSegmentDecodedBytes": 16777216}}})
     );
     let r = send(&env, apigw("GET", "/api/agent-sessions/hello", &[], b"")).await;
     assert_eq!(r.status, 401, "hello needs the device token too");
@@ -232,6 +233,7 @@ async fn the_rate_limit_state_is_shared_by_every_instance() {
         pool: sqlx::PgPool::connect(env.db.url().expose()).await.unwrap(),
         rate_limit_per_minute: 2,
         admission: shared::ingest::Admission::unlimited(),
+        transcripts: syncplane_tests::transcripts::temp_state(),
     };
     assert_eq!(env.post(&one()).await.status, 200);
     let auth = env.bearer();

@@ -52,6 +52,7 @@ pub async fn env_with(org: NewOrg<'_>, rate_limit_per_minute: u32) -> Env {
         pool: db.pool.clone(),
         rate_limit_per_minute,
         admission: shared::ingest::Admission::unlimited(),
+        transcripts: syncplane_tests::transcripts::temp_state(),
     };
     Env {
         db,

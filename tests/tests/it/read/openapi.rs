@@ -87,6 +87,7 @@ async fn every_path_in_the_document_is_routed_by_its_function() {
         pool: w.db.pool.clone(),
         rate_limit_per_minute: 10,
         admission: shared::ingest::Admission::unlimited(),
+        transcripts: syncplane_tests::transcripts::temp_state(),
     };
     for (method, template) in document_routes() {
         let path = concrete(&template);

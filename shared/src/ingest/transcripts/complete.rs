@@ -1,0 +1,58 @@
+//! `POST /api/agent-sessions/transcripts/complete`: verify what was stored for an upload and
+//! move the file's acknowledged offset (contract "Routes"). The upload must be the token's org's
+//! (`404` otherwise); the org's sync policy and the transcript gate are checked again (switched
+//! off mid-upload: `403`, nothing recorded); then the archive reads the object back, verifies it
+//! and records it in one transaction (`crate::archive::files::complete`): `200` with the file's
+//! state, also for an upload completed before.
+
+use lambda_http::Request;
+use serde::Deserialize;
+use serde_json::Value;
+use syncplane_contract::transcripts::MAX_INTENT_BODY_BYTES;
+
+use super::{Facts, archive_failure, check_policy_and_gate, state_json};
+use crate::archive::files;
+use crate::http::body_bytes;
+use crate::ingest::IngestState;
+use crate::ingest::auth;
+use crate::ingest::error::{IngestError, db_failure};
+use crate::ingest::strict_json;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawComplete {
+    upload_id: String,
+}
+
+pub(super) async fn post(
+    state: &IngestState,
+    req: &Request,
+    facts: &mut Facts,
+) -> Result<Value, IngestError> {
+    let device = auth::authenticate(&state.pool, req.headers()).await?;
+    let body = body_bytes(req.body());
+    if body.len() > MAX_INTENT_BODY_BYTES {
+        return Err(IngestError::PayloadTooLarge);
+    }
+    strict_json::check(body).map_err(|_| IngestError::bad_request("invalid JSON"))?;
+    let raw: RawComplete = serde_json::from_slice(body)
+        .map_err(|e| IngestError::bad_request(format!("invalid complete: {e}")))?;
+    let id = uuid::Uuid::parse_str(&raw.upload_id)
+        .map_err(|_| IngestError::bad_request("uploadId: must be a UUID"))?;
+    let up = files::upload(&state.pool, id)
+        .await
+        .map_err(db_failure("transcript upload"))?
+        .filter(|u| u.org_id == device.org_id)
+        .ok_or(IngestError::NotFound)?;
+    check_policy_and_gate(state, &device).await?;
+    if !auth::owns_target(&state.pool, &device, &up.compute_target_id).await? {
+        return Err(IngestError::TargetNotOwned);
+    }
+    let done = files::complete(&state.pool, &state.transcripts.store, id)
+        .await
+        .map_err(archive_failure)?;
+    if let Some(claim) = done.recorded {
+        facts.recorded = Some((claim.compressed_bytes, claim.decoded_bytes));
+    }
+    Ok(state_json(&done.state))
+}

@@ -1,0 +1,78 @@
+//! `GET /api/agent-sessions/transcripts/state`: a file's generation and acknowledged offset
+//! (contract: "The acknowledged offset is the truth: after any timeout, 5xx or lost answer the
+//! client asks for it before sending again"). Checks: token (`401`), the query (`400`),
+//! ownership of the target (`403 target_not_owned`).
+
+use lambda_http::Request;
+use serde_json::Value;
+use syncplane_contract::chars;
+use syncplane_contract::transcripts::valid_file_id;
+
+use super::query_param;
+use crate::archive::files::{self, FileName};
+use crate::ingest::IngestState;
+use crate::ingest::auth;
+use crate::ingest::error::{IngestError, db_failure};
+
+/// The file a request names: `computeTargetId`, `sessionId` and `fileId`, checked.
+pub(crate) struct Named {
+    pub compute_target_id: String,
+    pub session_id: String,
+    pub file_id: String,
+}
+
+/// 400 unless `value` is 1 to `max` characters without NUL.
+pub(crate) fn checked_id(
+    field: &str,
+    value: Option<String>,
+    max: usize,
+) -> Result<String, IngestError> {
+    match value {
+        Some(v) if !v.is_empty() && v.chars().count() <= max && !v.contains('\0') => Ok(v),
+        _ => Err(IngestError::bad_request(format!(
+            "{field}: required, 1 to {max} characters without NUL"
+        ))),
+    }
+}
+
+/// 400 unless `value` is a valid `fileId`.
+pub(crate) fn checked_file_id(value: Option<String>) -> Result<String, IngestError> {
+    match value {
+        Some(v) if valid_file_id(&v) => Ok(v),
+        _ => Err(IngestError::bad_request(
+            "fileId: required, 1 to 256 bytes of A-Z a-z 0-9 . _ -, not starting with '.'",
+        )),
+    }
+}
+
+pub async fn get(state: &IngestState, req: &Request) -> Result<Value, IngestError> {
+    let device = auth::authenticate(&state.pool, req.headers()).await?;
+    let named = Named {
+        compute_target_id: checked_id(
+            "computeTargetId",
+            query_param(req, "computeTargetId"),
+            chars::COMPUTE_TARGET_ID,
+        )?,
+        session_id: checked_id(
+            "sessionId",
+            query_param(req, "sessionId"),
+            chars::SESSION_ID,
+        )?,
+        file_id: checked_file_id(query_param(req, "fileId"))?,
+    };
+    if !auth::owns_target(&state.pool, &device, &named.compute_target_id).await? {
+        return Err(IngestError::TargetNotOwned);
+    }
+    let state = files::state(
+        &state.pool,
+        &FileName {
+            org_id: device.org_id,
+            compute_target_id: &named.compute_target_id,
+            session_id: &named.session_id,
+            file_id: &named.file_id,
+        },
+    )
+    .await
+    .map_err(db_failure("transcript state"))?;
+    Ok(super::state_json(&state))
+}
