@@ -13,6 +13,7 @@ use serde_json::json;
 use shared::archive::retention;
 use shared::archive::store::Store;
 use shared::config::Config;
+use shared::ingest::transcripts::TranscriptsState;
 
 #[derive(Subcommand)]
 pub enum TranscriptsCommand {
@@ -74,9 +75,10 @@ pub async fn expire(
     Ok(ExitCode::SUCCESS)
 }
 
-/// The archive's store as the ingest function builds it from the configuration. (To wire at the
-/// merge with the upload path, once `Config::transcripts` exists: `Store::Direct(FsStore { root:
-/// data_dir })` without a bucket, else `Store::S3(S3Store::from_settings(..).await)`.)
-async fn archive_store(_config: &Config) -> anyhow::Result<Store> {
-    anyhow::bail!("the transcript store is not configured in this build")
+/// The archive's store as the ingest function builds it from the configuration
+/// (`TRANSCRIPT_BUCKET`, else `TRANSCRIPT_DATA_DIR`).
+async fn archive_store(config: &Config) -> anyhow::Result<Store> {
+    Ok(TranscriptsState::from_settings(&config.transcripts)
+        .await
+        .store)
 }

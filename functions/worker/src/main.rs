@@ -26,7 +26,12 @@ async fn main() -> Result<(), Error> {
         .or_exit("configuration error: DATABASE_URL"),
     );
     let jobs = shared::worker::jobs_adapter(&config, tenants.clone()).await;
-    let worker = &Worker::new(tenants, jobs);
+    let mut worker = Worker::new(tenants.clone(), jobs);
+    // S3 notifications of the transcript bucket complete uploads whose `complete` was lost.
+    if let Some(archive) = shared::worker::s3_events::archive(&config, &tenants).await {
+        worker = worker.with_archive(archive);
+    }
+    let worker = &worker;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
         Ok::<SqsBatchResponse, Error>(worker.serve(event.payload).await)
     }))

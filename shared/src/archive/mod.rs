@@ -10,6 +10,7 @@
 
 pub mod error;
 pub mod files;
+pub mod gates;
 pub mod key;
 pub mod position;
 pub mod retention;

@@ -23,7 +23,12 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use uuid::Uuid;
 
+use crate::archive::store::Store;
+use crate::archive::store::s3::S3Store;
+use crate::archive::{ArchiveError, files, gates};
+use crate::config::Config;
 use crate::metrics::{Record, Unit, default_tenant};
+use crate::tenants::Tenants;
 
 /// Where transcript segments live in the bucket (docs/transcript-wire-contract.md "Segments").
 pub const PREFIX: &str = "transcripts/";
@@ -60,6 +65,59 @@ pub trait Uploads: Send + Sync {
     fn upload_by_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Uuid>, String>>;
     /// Verify what is stored for `upload_id` and record it (the `complete` route's path).
     fn complete(&self, upload_id: Uuid) -> BoxFuture<'_, Completion>;
+}
+
+/// [`Uploads`] on a tenant's database and the configured store: what the worker function uses.
+pub struct Archive {
+    pub pool: sqlx::PgPool,
+    pub store: Store,
+}
+
+impl Uploads for Archive {
+    fn upload_by_key<'a>(&'a self, key: &'a str) -> BoxFuture<'a, Result<Option<Uuid>, String>> {
+        Box::pin(async move {
+            files::upload_by_key(&self.pool, key)
+                .await
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn complete(&self, upload_id: Uuid) -> BoxFuture<'_, Completion> {
+        Box::pin(async move {
+            // The route's checks that still apply without a device: the org's policy and gates
+            // (switched off mid-upload: nothing recorded).
+            let org = match files::upload(&self.pool, upload_id).await {
+                Ok(Some(up)) => up.org_id,
+                Ok(None) => return Completion::Dropped("no such upload".into()),
+                Err(e) => return Completion::Retry(format!("database: {e}")),
+            };
+            match gates::org_allows(&self.pool, org).await {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Completion::Dropped("transcripts are off for the org".into());
+                }
+                Err(e) => return Completion::Retry(format!("database: {e}")),
+            }
+            match files::complete_upload(&self.pool, &self.store, upload_id).await {
+                Ok(_) => Completion::Done,
+                Err(e @ (ArchiveError::Store(_) | ArchiveError::Db(_))) => {
+                    Completion::Retry(e.to_string())
+                }
+                // S3 reported the object, so a missing one was deleted since: no retry helps.
+                Err(e) => Completion::Dropped(e.to_string()),
+            }
+        })
+    }
+}
+
+/// The archive the worker completes uploads in: with a transcript bucket (`TRANSCRIPT_BUCKET`),
+/// the S3 store on the FIRST tenant's database (the one the ingest function serves); `None`
+/// without a bucket (no notification can come).
+pub async fn archive(config: &Config, tenants: &Tenants) -> Option<Arc<dyn Uploads>> {
+    config.transcripts.bucket.as_ref()?;
+    let pool = tenants.pool(config.tenants.first()?.id.as_str())?.clone();
+    let store = Store::S3(S3Store::from_settings(&config.transcripts).await);
+    Some(Arc::new(Archive { pool, store }))
 }
 
 /// A queue message that is an S3 event notification.

@@ -30,10 +30,10 @@ use syncplane_contract::transcripts::path;
 use super::IngestState;
 use super::auth::Device;
 use super::error::IngestError;
-use crate::archive::ArchiveError;
 use crate::archive::store::fs::FsStore;
 use crate::archive::store::s3::S3Store;
 use crate::archive::store::{Store, StoreError};
+use crate::archive::{ArchiveError, gates};
 use crate::config::transcripts::TranscriptSettings;
 use crate::http::{error_response, result_response, route_path};
 
@@ -237,24 +237,16 @@ pub(crate) async fn check_policy_and_gate(
     if !device.sync_policy_allows() {
         return Err(IngestError::FeatureDisabled);
     }
-    let open: Option<bool> = sqlx::query_scalar(
-        "SELECT o.transcript_gate
-                AND coalesce((SELECT f.enabled FROM feature_flags f WHERE f.name = $2), false)
-           FROM orgs o WHERE o.id = $1",
-    )
-    .bind(device.org_id)
-    .bind(TRANSCRIPT_FLAG)
-    .fetch_optional(&state.pool)
-    .await
-    .map_err(super::error::db_failure("transcript gate"))?;
-    if open != Some(true) {
+    let open = gates::gate_open(&state.pool, device.org_id)
+        .await
+        .map_err(super::error::db_failure("transcript gate"))?;
+    if !open {
         return Err(IngestError::TranscriptsDisabled);
     }
     Ok(())
 }
 
-/// The global switch of the transcript lane (table `feature_flags`).
-pub const TRANSCRIPT_FLAG: &str = "agent_transcript_sync";
+pub use crate::archive::gates::TRANSCRIPT_FLAG;
 
 /// An archive failure as the lane answers it; internal detail goes to the logs here.
 pub(crate) fn archive_failure(e: ArchiveError) -> IngestError {

@@ -57,9 +57,10 @@ pub async fn lines_in(r: &Reading<'_>, req: &Request) -> Result<(StatusCode, Val
 }
 
 /// The archive the ingest state reads: its pool, the transcript store and the URL lifetime.
-/// (To wire at the merge with the upload routes, once `IngestState` carries them:
-/// `Ok(Reading { pool: &state.pool, store: &state.transcripts.store, url_ttl: state.transcripts.upload_ttl })`.)
 fn reading(state: &IngestState) -> Result<Reading<'_>, IngestError> {
-    let _ = &state.pool;
-    Err(IngestError::NotFound)
+    Ok(Reading {
+        pool: &state.pool,
+        store: &state.transcripts.store,
+        url_ttl: state.transcripts.upload_ttl,
+    })
 }

@@ -155,6 +155,6 @@ pub async fn file_row(
 pub fn store_failure(context: &'static str) -> impl FnOnce(StoreError) -> IngestError {
     move |e| {
         tracing::error!(error = %e, context, "transcript store failure");
-        IngestError::IngestionFailed
+        IngestError::StoreUnavailable
     }
 }
