@@ -24,145 +24,28 @@
 //! makes it adopt the server's state and go on from there. A file that shrank, or whose last
 //! acknowledged segment's source bytes (or first 64 KiB) changed, starts a new generation at 0.
 
-use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
 use syncplane_contract::transcripts::MAX_SEGMENT_SOURCE_BYTES;
 
 use crate::clock::Clock;
 use crate::dead_letter::{Class, Ladder};
 use crate::redact::Redactor;
 use crate::transcripts::outcome::{Failure, FileState, LaneEffect, backoff};
-use crate::transcripts::segment::{Caps, DEFAULT_TARGET_SOURCE, Segment, SegmentError, stage};
+use crate::transcripts::schedule::{
+    Figures, Hooks, Settings, TickReport, TranscriptObserver, TranscriptStatus, Trigger,
+};
+use crate::transcripts::segment::{Caps, Segment, SegmentError, stage};
 use crate::transcripts::source::{TranscriptFile, TranscriptSource};
 use crate::transcripts::state::{Progress, StateError, TranscriptState};
 use crate::transcripts::transport::{Api, FileRef, Hello, IntentRequest, TranscriptTransport};
 use crate::transcripts::verify::{self, HEAD_BYTES};
 
-/// Why a file is flushed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Trigger {
-    /// Session end, stop, sub-agent stop: flush now.
-    Terminal,
-    /// Any other activity: flush after the debounce.
-    Activity,
-}
-
-/// The lane's schedule.
-#[derive(Debug, Clone)]
-pub struct Settings {
-    /// How often [`TranscriptLane::run`] ticks when nothing is due sooner.
-    pub tick: Duration,
-    /// The full-discovery sweep's period (the first sweep is the backfill).
-    pub sweep_every: Duration,
-    /// How long an activity hook's file waits before it is flushed.
-    pub debounce: Duration,
-    /// The source bytes a segment aims at (the contract's caps bound it anyway).
-    pub target_segment_bytes: usize,
-    /// How long after a refused hello (or a paused lane) the lane asks again.
-    pub retry_hello: Duration,
-    /// How long a parked lane (policy or gate off) or an idle one (no lane on the server) waits
-    /// before it asks again.
-    pub park_probe: Duration,
-    /// Files flushed per tick at most, and segments sent per tick at most.
-    pub files_per_tick: usize,
-    pub segments_per_tick: usize,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            tick: Duration::from_secs(1),
-            sweep_every: Duration::from_secs(60),
-            debounce: Duration::from_secs(10),
-            target_segment_bytes: DEFAULT_TARGET_SOURCE,
-            retry_hello: Duration::from_secs(30),
-            park_probe: Duration::from_secs(5 * 60),
-            files_per_tick: 16,
-            segments_per_tick: 64,
-        }
-    }
-}
-
-/// Running; idle (the server has no transcript lane); paused (token refused); parked (the org's
-/// policy or the transcript gate is off).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum TranscriptStatus {
-    Running,
-    Idle,
-    Paused,
-    Parked,
-}
-
-/// Observability hooks.
-pub trait TranscriptObserver: Send + Sync {
-    /// A segment acknowledged: its source, redacted and compressed sizes.
-    fn segment_sent(&self, _file: &TranscriptFile, _source: u64, _decoded: u64, _compressed: u64) {}
-    /// Secrets redacted by `rule` in an acknowledged segment.
-    fn redacted(&self, _rule: &'static str, _count: usize) {}
-    /// A file set aside.
-    fn set_aside(&self, _file: &TranscriptFile, _class: Class, _reason: &str) {}
-    /// A request that failed, by name.
-    fn failure(&self, _name: &'static str) {}
-}
-
-/// What the lane did since it started.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Figures {
-    pub segments: u64,
-    pub source_bytes: u64,
-    pub decoded_bytes: u64,
-    pub compressed_bytes: u64,
-    pub generations_started: u64,
-    pub set_aside: u64,
-    pub redactions: BTreeMap<&'static str, u64>,
-    pub failures: BTreeMap<&'static str, u64>,
-}
-
-/// What one tick did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct TickReport {
-    pub files: usize,
-    pub segments: usize,
-    /// More work is due now (the tick's budget ran out).
-    pub more_due: bool,
-}
-
 #[derive(Debug, thiserror::Error)]
 pub enum LaneError {
     #[error(transparent)]
     State(#[from] StateError),
-}
-
-/// Hooks enqueued from other tasks, taken by [`TranscriptLane::run`] (clones share them).
-#[derive(Debug, Clone, Default)]
-pub struct Hooks {
-    queue: Arc<Mutex<Vec<(TranscriptFile, Trigger)>>>,
-    wake: Arc<tokio::sync::Notify>,
-}
-
-impl Hooks {
-    /// Enqueue `file`: a terminal trigger wakes the lane at once.
-    pub fn enqueue(&self, file: TranscriptFile, trigger: Trigger) {
-        match self.queue.lock() {
-            Ok(mut q) => q.push((file, trigger)),
-            Err(p) => p.into_inner().push((file, trigger)),
-        }
-        if trigger == Trigger::Terminal {
-            self.wake.notify_one();
-        }
-    }
-
-    fn take(&self) -> Vec<(TranscriptFile, Trigger)> {
-        match self.queue.lock() {
-            Ok(mut q) => std::mem::take(&mut *q),
-            Err(p) => std::mem::take(&mut *p.into_inner()),
-        }
-    }
 }
 
 /// How flushing one file ended.
@@ -285,7 +168,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         loop {
             let r = self.tick().await?;
             if !r.more_due {
-                let wake = self.hooks.wake.clone();
+                let wake = self.hooks.waker();
                 tokio::select! {
                     _ = tokio::time::sleep(self.settings.tick) => {}
                     _ = wake.notified() => {}
@@ -342,6 +225,26 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         }
         report.more_due = !self.state.due(now, 1)?.is_empty();
         Ok(report)
+    }
+
+    /// Flush one file now (a terminal hook run as its own process): its segments until it is
+    /// caught up, set aside, backing off, or the lane stops; no sweep. Returns whether the file
+    /// is still pending (due, or backing off) and the lane's status.
+    pub async fn flush_now(
+        &mut self,
+        file: &TranscriptFile,
+    ) -> Result<(bool, TranscriptStatus), LaneError> {
+        let now = self.clock.now_ms();
+        self.state.schedule(file, now)?;
+        if !self.ready(now).await? {
+            return Ok((true, self.status));
+        }
+        self.segments_left = usize::MAX;
+        if let Some(p) = self.state.get(&file.session_id, &file.file_id)? {
+            self.flush(p, now).await?;
+        }
+        let pending = self.state.is_pending(&file.session_id, &file.file_id)?;
+        Ok((pending, self.status))
     }
 
     /// Ask hello when there is none (or the lane is not running); whether the lane may send.

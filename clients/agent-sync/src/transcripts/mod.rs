@@ -11,22 +11,24 @@
 //! - [`verify`]: noticing a rewrite (a new generation);
 //! - [`outcome`]: what each answer does (ladder, budgets, adopting the server's state);
 //! - [`transport`]: hello, state, intent, upload (presigned or direct), complete;
+//! - [`schedule`]: settings, hooks, status, the observer and the figures;
 //! - [`state`]: per-file progress, due files, dead letters in SQLite;
 //! - [`lane`]: [`TranscriptLane::tick`], [`TranscriptLane::run`], hooks, the sweep.
 
 pub mod lane;
 pub mod outcome;
+pub mod schedule;
 pub mod segment;
 pub mod source;
 pub mod state;
 pub mod transport;
 pub mod verify;
 
-pub use lane::{
-    Figures, Hooks, LaneError, Settings, TickReport, TranscriptLane, TranscriptObserver,
-    TranscriptStatus, Trigger,
-};
+pub use lane::{LaneError, TranscriptLane};
 pub use outcome::{Failure, FileState};
+pub use schedule::{
+    Figures, Hooks, Settings, TickReport, TranscriptObserver, TranscriptStatus, Trigger,
+};
 pub use source::{JsonlDirSource, MemorySource, TranscriptFile, TranscriptSource};
 pub use state::TranscriptState;
 pub use transport::{Api, Hello, TranscriptTransport, UploadMode};

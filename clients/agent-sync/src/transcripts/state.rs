@@ -257,6 +257,18 @@ impl TranscriptState {
         )?)
     }
 
+    /// Whether the file has work scheduled and is not set aside.
+    pub fn is_pending(&self, session_id: &str, file_id: &str) -> Result<bool, StateError> {
+        Ok(self.db.query_row(
+            "SELECT count(*) FROM transcript_files f
+              WHERE session_id = ?1 AND file_id = ?2 AND flush_at_ms IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM transcript_dead_letters d
+                                 WHERE d.session_id = f.session_id AND d.file_id = f.file_id)",
+            params![session_id, file_id],
+            |r| r.get::<_, i64>(0),
+        )? > 0)
+    }
+
     /// The earliest time a pending file may go (`None`: nothing pending).
     pub fn next_due_ms(&self) -> Result<Option<i64>, StateError> {
         Ok(self.db.query_row(

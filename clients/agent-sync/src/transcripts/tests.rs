@@ -8,8 +8,9 @@ use std::time::Duration;
 use sha2::{Digest, Sha256};
 
 use crate::clock::FakeClock;
-use crate::transcripts::lane::{Settings, TranscriptLane, TranscriptStatus, Trigger};
+use crate::transcripts::lane::TranscriptLane;
 use crate::transcripts::outcome::{Failure, FileState};
+use crate::transcripts::schedule::{Settings, TranscriptStatus, Trigger};
 use crate::transcripts::source::{MemorySource, TranscriptSource};
 use crate::transcripts::state::TranscriptState;
 use crate::transcripts::transport::{
