@@ -109,8 +109,6 @@ pub struct Effect {
     pub reask: bool,
     /// Ask a new intent at once (the upload URL or intent is spent), not counted.
     pub reintent: bool,
-    /// Climb the file's backoff ladder.
-    pub backoff: bool,
     pub lane: LaneEffect,
 }
 
@@ -118,7 +116,6 @@ const NOTHING: Effect = Effect {
     budget: None,
     reask: false,
     reintent: false,
-    backoff: false,
     lane: LaneEffect::None,
 };
 
@@ -127,7 +124,6 @@ impl Failure {
         let counted = |kind, reask| Effect {
             budget: Some(kind),
             reask,
-            backoff: true,
             ..NOTHING
         };
         match self {
@@ -139,11 +135,8 @@ impl Failure {
                 lane: LaneEffect::Park,
                 ..NOTHING
             },
-            Self::TargetNotOwned => Effect {
-                backoff: true,
-                ..NOTHING
-            },
-            Self::OffsetMismatch(_) => NOTHING,
+            // Not counted; the file still climbs the ladder (as every failed attempt does).
+            Self::TargetNotOwned | Self::OffsetMismatch(_) => NOTHING,
             Self::UploadMissing | Self::UploadExpired | Self::UploadRefused => Effect {
                 reintent: true,
                 ..NOTHING

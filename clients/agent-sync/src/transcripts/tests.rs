@@ -602,3 +602,68 @@ fn discovery_reads_what_the_source_has() {
     src.put("a", "1", b"x\n".to_vec());
     assert_eq!(src.discover().unwrap().len(), 1);
 }
+
+#[derive(Default)]
+struct Seen {
+    sent: Mutex<Vec<(String, u64, u64, u64)>>,
+    aside: Mutex<Vec<(String, String)>>,
+}
+
+struct Watch(Arc<Seen>);
+
+impl crate::transcripts::schedule::TranscriptObserver for Watch {
+    fn segment_sent(
+        &self,
+        file: &crate::transcripts::source::TranscriptFile,
+        source: u64,
+        decoded: u64,
+        compressed: u64,
+    ) {
+        self.0
+            .sent
+            .lock()
+            .unwrap()
+            .push((file.file_id.clone(), source, decoded, compressed));
+    }
+    fn set_aside(
+        &self,
+        file: &crate::transcripts::source::TranscriptFile,
+        _class: crate::dead_letter::Class,
+        reason: &str,
+    ) {
+        self.0
+            .aside
+            .lock()
+            .unwrap()
+            .push((file.file_id.clone(), reason.to_owned()));
+    }
+}
+
+#[tokio::test]
+async fn the_observer_hears_every_segment_sent_and_every_file_set_aside() {
+    let r = rig();
+    let seen = Arc::new(Seen::default());
+    let mut r = Rig {
+        lane: r.lane.with_observer(Box::new(Watch(seen.clone()))),
+        ..r
+    };
+    r.src.put("s", "ok", lines(0, 200));
+    let mut big = vec![b'x'; 16 * 1024 * 1024 + 1];
+    big.push(b'\n');
+    r.src.put("s", "big", big);
+    r.drain().await;
+    let sent = seen.sent.lock().unwrap().clone();
+    assert_eq!(sent.len() as u64, r.lane.figures().segments);
+    let source: u64 = sent.iter().map(|s| s.1).sum();
+    assert_eq!(source, lines(0, 200).len() as u64);
+    assert_eq!(source, r.lane.figures().source_bytes);
+    assert_eq!(
+        sent.iter().map(|s| s.3).sum::<u64>(),
+        r.lane.figures().compressed_bytes
+    );
+    assert_eq!(
+        *seen.aside.lock().unwrap(),
+        [("big".to_owned(), "line_too_long".to_owned())]
+    );
+    assert_eq!(r.lane.figures().set_aside, 1);
+}
