@@ -11,7 +11,7 @@ use crate::clock::FakeClock;
 use crate::transcripts::lane::TranscriptLane;
 use crate::transcripts::outcome::{Failure, FileState};
 use crate::transcripts::schedule::{Settings, TranscriptStatus, Trigger};
-use crate::transcripts::source::{MemorySource, TranscriptSource};
+use crate::transcripts::source::MemorySource;
 use crate::transcripts::state::TranscriptState;
 use crate::transcripts::transport::{
     Api, FileRef, Hello, Intent, IntentRequest, UploadMode, UploadSpec,
@@ -594,13 +594,6 @@ async fn a_rate_limit_waits_out_its_retry_after() {
     r.clock.advance(Duration::from_secs(1));
     r.drain().await;
     assert_eq!(r.fake.archive("s", "f"), lines(0, 2));
-}
-
-#[test]
-fn discovery_reads_what_the_source_has() {
-    let src = MemorySource::default();
-    src.put("a", "1", b"x\n".to_vec());
-    assert_eq!(src.discover().unwrap().len(), 1);
 }
 
 #[derive(Default)]
