@@ -2,9 +2,10 @@
 //! embeds to push a sanitized projection of its local AI coding sessions to syncplane's ingest
 //! endpoint, one way, without losing or duplicating a session.
 //!
-//! Spec, "Two independent lanes": this crate is the metadata lane only. It shares nothing with
-//! the transcript lane (its own ticker, queue, backoff and state), so a failure or a throttle on
-//! either never touches the other; an app runs the transcript lane beside it, not through it.
+//! Spec, "Two independent lanes": the metadata lane ([`lane`]) and the transcript lane
+//! ([`transcripts`]) share nothing but the device token (each has its own ticker, queue, backoff,
+//! HTTP client and state tables), so a failure or a throttle on either never touches the other;
+//! an app runs the transcript lane beside the metadata lane, not through it.
 //!
 //! - [`session`]: the local record and the projection that crosses the boundary;
 //! - [`chunker`]: envelopes within the batch size and both byte caps, chunk sequences;
@@ -28,6 +29,7 @@ pub mod redact;
 pub mod session;
 pub mod state;
 pub mod store;
+pub mod transcripts;
 pub mod transport;
 
 pub use clock::{Clock, FakeClock, SystemClock};
@@ -36,4 +38,8 @@ pub use outcome::Outcome;
 pub use session::LocalSession;
 pub use state::State;
 pub use store::{JsonDirStore, MemoryStore, SessionStore};
+pub use transcripts::{
+    JsonlDirSource, MemorySource, TranscriptFile, TranscriptLane, TranscriptSource,
+    TranscriptState, TranscriptTransport, Trigger,
+};
 pub use transport::{TokenHandle, Transport};

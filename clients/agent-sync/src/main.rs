@@ -8,6 +8,9 @@
 //! or when the lane stops, and the exit code says which: 0 delivered, 2 some sessions set aside
 //! (a later push retries them), 3 paused (`unauthenticated`: the token was refused), 4 parked
 //! (`feature_disabled`: the org's sync policy is off), 1 anything else (bad arguments, state).
+//!
+//! `transcripts push` and `hook` run the transcript lane with the same options and exit codes
+//! (`transcripts_cli`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,6 +18,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
+
+mod transcripts_cli;
 use syncplane_agent::transport::DEFAULT_DEADLINE;
 use syncplane_agent::{
     JsonDirStore, Lane, LaneStatus, Settings, State, SystemClock, TokenHandle, Transport,
@@ -59,6 +64,14 @@ enum Command {
         #[arg(long)]
         raise_pass_sizes: bool,
     },
+    /// The transcript lane: upload the redacted transcripts of a directory.
+    Transcripts {
+        #[command(subcommand)]
+        command: transcripts_cli::TranscriptsCommand,
+    },
+    /// What a desktop app's hooks call: terminal events flush the transcript now, others mark it
+    /// for the next debounced flush.
+    Hook(transcripts_cli::Hook),
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -80,6 +93,14 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
+    match cli.command {
+        Command::Transcripts { command } => transcripts_cli::transcripts(command).await,
+        Command::Hook(hook) => transcripts_cli::hook(hook).await,
+        push @ Command::Push { .. } => metadata_push(push).await,
+    }
+}
+
+async fn metadata_push(command: Command) -> anyhow::Result<ExitCode> {
     let Command::Push {
         store,
         url,
@@ -89,7 +110,10 @@ async fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         state,
         tick_ms,
         raise_pass_sizes,
-    } = cli.command;
+    } = command
+    else {
+        anyhow::bail!("not the push command");
+    };
     let state_path = state.unwrap_or_else(|| store.join(".syncplane-agent.db"));
     let state = State::open(&state_path, &identity, &target)?;
     let transport = Transport::new(&url, TokenHandle::new(Some(token)), DEFAULT_DEADLINE)?;

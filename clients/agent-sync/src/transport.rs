@@ -87,7 +87,7 @@ impl TokenHandle {
             *t = token;
         }
     }
-    fn get(&self) -> Option<String> {
+    pub(crate) fn get(&self) -> Option<String> {
         self.0.read().ok().and_then(|t| t.clone())
     }
 }

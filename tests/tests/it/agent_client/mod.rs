@@ -11,3 +11,4 @@ mod faults;
 mod refusals;
 mod skew;
 pub mod support;
+mod transcripts;

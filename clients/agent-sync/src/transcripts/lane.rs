@@ -1,0 +1,621 @@
+//! The transcript lane: discovery, hooks, and each file's segments up to its end, on a schedule of
+//! its own.
+//!
+//! Spec, "Two independent lanes": "The two run on their own tickers with their own queues and
+//! backoff": this lane has its own [`TranscriptLane::tick`] and [`TranscriptLane::run`], its own
+//! queue (the due files of [`TranscriptState`]), its own ladder and dead letters, its own HTTP
+//! client; it shares the device token only, so a transcript upload that fails or is throttled
+//! never touches the metadata lane, and the reverse.
+//!
+//! Spec, "Cursors and eventual consistency": "The transcript lane runs its own periodic
+//! full-discovery sweep … on first connect, that sweep is the historical backfill"
+//! ([`Settings::sweep_every`]). "Hook-driven enqueue": "terminal events (session end, stop,
+//! sub-agent stop) flush immediately, while ordinary activity events flush on a debounce"
+//! ([`Trigger`], [`Settings::debounce`]: the first activity of a quiet file schedules it that far
+//! ahead and later activity does not push it back, so an active session's archive is at most one
+//! debounce behind without an upload per tool call).
+//!
+//! Spec, "Retries, backoff, and dead-lettering" and the contract's "Client rules": an
+//! exponential ladder off each file's retry count, failures per file, dead letters per file
+//! ([`crate::transcripts::outcome`]); transient dead letters come back after 5 minutes doubling
+//! to 24 hours ([`Ladder`]), deterministic ones (a line over the cap, an unreadable file) only on
+//! a cold restart ([`TranscriptLane::new`]). "The acknowledged offset is the truth": after a lost
+//! answer the lane asks the server's state before sending again, and a `409 offset_mismatch`
+//! makes it adopt the server's state and go on from there. A file that shrank, or whose last
+//! acknowledged segment's source bytes (or first 64 KiB) changed, starts a new generation at 0.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use syncplane_contract::transcripts::MAX_SEGMENT_SOURCE_BYTES;
+
+use crate::clock::Clock;
+use crate::dead_letter::{Class, Ladder};
+use crate::redact::Redactor;
+use crate::transcripts::outcome::{Failure, FileState, LaneEffect, backoff};
+use crate::transcripts::schedule::{
+    Figures, Hooks, Settings, TickReport, TranscriptObserver, TranscriptStatus, Trigger,
+};
+use crate::transcripts::segment::{Caps, Segment, SegmentError, stage};
+use crate::transcripts::source::{TranscriptFile, TranscriptSource};
+use crate::transcripts::state::{Progress, StateError, TranscriptState};
+use crate::transcripts::transport::{Api, FileRef, Hello, IntentRequest, TranscriptTransport};
+use crate::transcripts::verify::{self, HEAD_BYTES};
+
+#[derive(Debug, thiserror::Error)]
+pub enum LaneError {
+    #[error(transparent)]
+    State(#[from] StateError),
+}
+
+/// How flushing one file ended.
+enum Flushed {
+    /// The file is caught up, set aside, backing off, or out of this tick's budget.
+    Done,
+    /// The lane stops sending (paused, parked, or waiting out a `Retry-After`).
+    StopLane,
+}
+
+pub struct TranscriptLane<S: TranscriptSource, A: Api = TranscriptTransport> {
+    source: S,
+    state: TranscriptState,
+    api: A,
+    clock: Arc<dyn Clock>,
+    settings: Settings,
+    target: String,
+    redactor: Redactor,
+    hello: Option<Hello>,
+    status: TranscriptStatus,
+    said_idle: bool,
+    quiet_until_ms: i64,
+    next_sweep_ms: i64,
+    segments_left: usize,
+    ladder: Ladder,
+    hooks: Hooks,
+    figures: Figures,
+    observer: Option<Box<dyn TranscriptObserver>>,
+}
+
+fn key(session_id: &str, file_id: &str) -> String {
+    format!("{session_id}\u{0}{file_id}")
+}
+
+fn at(now: i64, d: Duration) -> i64 {
+    now.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
+    /// A lane over `source` for `target`. This is a cold start: files set aside
+    /// deterministically are due again.
+    pub fn new(
+        source: S,
+        mut state: TranscriptState,
+        api: A,
+        clock: Arc<dyn Clock>,
+        settings: Settings,
+        target: &str,
+    ) -> Result<Self, LaneError> {
+        state.release_deterministic(clock.now_ms())?;
+        Ok(Self {
+            source,
+            state,
+            api,
+            clock,
+            settings,
+            target: target.to_owned(),
+            redactor: Redactor::new(),
+            hello: None,
+            status: TranscriptStatus::Running,
+            said_idle: false,
+            quiet_until_ms: i64::MIN,
+            next_sweep_ms: i64::MIN,
+            segments_left: 0,
+            ladder: Ladder::default(),
+            hooks: Hooks::default(),
+            figures: Figures::default(),
+            observer: None,
+        })
+    }
+
+    pub fn with_observer(mut self, observer: Box<dyn TranscriptObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    pub fn status(&self) -> TranscriptStatus {
+        self.status
+    }
+
+    pub fn state(&self) -> &TranscriptState {
+        &self.state
+    }
+
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    pub fn api(&self) -> &A {
+        &self.api
+    }
+
+    pub fn figures(&self) -> &Figures {
+        &self.figures
+    }
+
+    /// A handle other tasks enqueue hooks through while [`Self::run`] runs.
+    pub fn hooks(&self) -> Hooks {
+        self.hooks.clone()
+    }
+
+    /// Enqueue `file` (a hook): terminal triggers make it due now, activity after the debounce.
+    pub fn enqueue(&mut self, file: &TranscriptFile, trigger: Trigger) -> Result<(), LaneError> {
+        let now = self.clock.now_ms();
+        let when = match trigger {
+            Trigger::Terminal => now,
+            Trigger::Activity => at(now, self.settings.debounce),
+        };
+        self.state.schedule(file, when)?;
+        Ok(())
+    }
+
+    /// Whether the backfill ran and every file is acknowledged or set aside.
+    pub fn drained(&self) -> Result<bool, LaneError> {
+        Ok(self.state.swept()? && self.state.pending_count()? == 0)
+    }
+
+    /// Tick forever: after each tick, sleep the tick (or until a terminal hook wakes the lane).
+    pub async fn run(&mut self) -> Result<(), LaneError> {
+        loop {
+            let r = self.tick().await?;
+            if !r.more_due {
+                let wake = self.hooks.waker();
+                tokio::select! {
+                    _ = tokio::time::sleep(self.settings.tick) => {}
+                    _ = wake.notified() => {}
+                }
+            }
+        }
+    }
+
+    /// Tick until every file is acknowledged or set aside, or the lane stops (idle, paused,
+    /// parked); returns the status it ended in.
+    pub async fn run_until_drained(&mut self) -> Result<TranscriptStatus, LaneError> {
+        loop {
+            let r = self.tick().await?;
+            if self.status != TranscriptStatus::Running || self.drained()? {
+                return Ok(self.status);
+            }
+            if !r.more_due {
+                tokio::time::sleep(self.settings.tick).await;
+            }
+        }
+    }
+
+    /// One tick: hooks, hello if needed, the sweep when due, the timed recovery pass, and the
+    /// due files.
+    pub async fn tick(&mut self) -> Result<TickReport, LaneError> {
+        for (file, trigger) in self.hooks.take() {
+            self.enqueue(&file, trigger)?;
+        }
+        let now = self.clock.now_ms();
+        if now < self.quiet_until_ms || !self.ready(now).await? {
+            return Ok(TickReport::default());
+        }
+        if !self.state.swept()? || now >= self.next_sweep_ms {
+            self.next_sweep_ms = at(now, self.settings.sweep_every);
+            match self.source.discover() {
+                Ok(files) => {
+                    let due = self.state.observe(&files, now)?;
+                    tracing::debug!(files = files.len(), due, "transcript sweep");
+                }
+                Err(e) => tracing::warn!(error = %e, "transcript discovery failed; next sweep"),
+            }
+        }
+        self.state.recover_due(now)?;
+        let mut report = TickReport::default();
+        self.segments_left = self.settings.segments_per_tick;
+        for p in self.state.due(now, self.settings.files_per_tick)? {
+            report.files += 1;
+            let before = self.figures.segments;
+            let end = self.flush(p, now).await?;
+            report.segments += (self.figures.segments - before) as usize;
+            if matches!(end, Flushed::StopLane) {
+                return Ok(report);
+            }
+        }
+        report.more_due = !self.state.due(now, 1)?.is_empty();
+        Ok(report)
+    }
+
+    /// Flush one file now (a terminal hook run as its own process): its segments until it is
+    /// caught up, set aside, backing off, or the lane stops; no sweep. Returns whether the file
+    /// is still pending (due, or backing off) and the lane's status.
+    pub async fn flush_now(
+        &mut self,
+        file: &TranscriptFile,
+    ) -> Result<(bool, TranscriptStatus), LaneError> {
+        let now = self.clock.now_ms();
+        self.state.schedule(file, now)?;
+        if !self.ready(now).await? {
+            return Ok((true, self.status));
+        }
+        self.segments_left = usize::MAX;
+        if let Some(p) = self.state.get(&file.session_id, &file.file_id)? {
+            self.flush(p, now).await?;
+        }
+        let pending = self.state.is_pending(&file.session_id, &file.file_id)?;
+        Ok((pending, self.status))
+    }
+
+    /// Ask hello when there is none (or the lane is not running); whether the lane may send.
+    async fn ready(&mut self, now: i64) -> Result<bool, LaneError> {
+        if self.hello.is_some() && self.status == TranscriptStatus::Running {
+            return Ok(true);
+        }
+        match self.api.hello().await {
+            Ok(Some(h)) => {
+                if self.status != TranscriptStatus::Running {
+                    tracing::info!(status = ?self.status, "transcript lane running again");
+                }
+                self.hello = Some(h);
+                self.status = TranscriptStatus::Running;
+                Ok(true)
+            }
+            Ok(None) => {
+                if !self.said_idle {
+                    tracing::warn!(
+                        "the server has no transcript lane (no agentTranscriptUpload in its hello-ack): transcript lane idle"
+                    );
+                    self.said_idle = true;
+                }
+                self.status = TranscriptStatus::Idle;
+                self.quiet_until_ms = at(now, self.settings.park_probe);
+                Ok(false)
+            }
+            Err(f) => {
+                self.count_failure(&f);
+                if f == Failure::Unauthenticated {
+                    self.status = TranscriptStatus::Paused;
+                }
+                self.quiet_until_ms = at(now, self.settings.retry_hello);
+                Ok(false)
+            }
+        }
+    }
+
+    fn caps(&self) -> Caps {
+        let h = self.hello;
+        Caps {
+            target_source: self.settings.target_segment_bytes,
+            max_source: MAX_SEGMENT_SOURCE_BYTES as usize,
+            max_decoded: h.map_or(Caps::default().max_decoded, |h| {
+                h.max_segment_decoded_bytes as usize
+            }),
+            max_compressed: h.map_or(Caps::default().max_compressed, |h| {
+                h.max_segment_bytes as usize
+            }),
+        }
+    }
+
+    /// Send `p`'s file's segments until it is caught up, fails, or the tick's budget is spent.
+    async fn flush(&mut self, mut p: Progress, now: i64) -> Result<Flushed, LaneError> {
+        let file = p.file();
+        let len = match self.source.len_of(&file) {
+            Ok(Some(len)) => len,
+            Ok(None) => {
+                tracing::info!(
+                    session_id = p.session_id,
+                    file_id = p.file_id,
+                    "transcript gone"
+                );
+                self.state.forget(&p.session_id, &p.file_id)?;
+                return Ok(Flushed::Done);
+            }
+            Err(e) => return self.unreadable(&file, &e, now),
+        };
+        let mut adopted = 0;
+        while self.segments_left > 0 {
+            if !p.known {
+                let asked = self.api.state(self.file_ref(&p)).await;
+                match asked {
+                    Ok(st) => self.adopt(&mut p, st, len)?,
+                    Err(f) => return self.failed(&mut p, f, now),
+                }
+            }
+            match verify::rewritten(&self.source, &p, len) {
+                Ok(true) => self.new_generation(&mut p)?,
+                Ok(false) => {}
+                Err(e) => return self.unreadable(&file, &e, now),
+            }
+            if p.acked_offset >= len {
+                self.state.caught_up(&p.session_id, &p.file_id, now)?;
+                return Ok(Flushed::Done);
+            }
+            let seg = match stage(
+                &self.source,
+                &file,
+                p.acked_offset,
+                &self.caps(),
+                &self.redactor,
+            ) {
+                Ok(Some(seg)) => seg,
+                Ok(None) => {
+                    // Only a line still being written: the next growth brings it.
+                    self.state.caught_up(&p.session_id, &p.file_id, now)?;
+                    return Ok(Flushed::Done);
+                }
+                Err(SegmentError::LineTooLong { offset }) => {
+                    tracing::warn!(
+                        session_id = p.session_id,
+                        file_id = p.file_id,
+                        offset,
+                        "a line too long for one segment: transcript set aside"
+                    );
+                    self.set_aside(&file, Class::Deterministic, "line_too_long", now)?;
+                    return Ok(Flushed::Done);
+                }
+                Err(SegmentError::Io(e)) => return self.unreadable(&file, &e, now),
+            };
+            match self.send(&p, &seg).await {
+                Ok(st) => self.acknowledged(&mut p, &seg, st, len)?,
+                Err(Failure::OffsetMismatch(st)) if adopted < 3 => {
+                    adopted += 1;
+                    tracing::info!(
+                        session_id = p.session_id,
+                        file_id = p.file_id,
+                        generation = st.generation,
+                        acked = st.acked_offset,
+                        "offset_mismatch: the server's state adopted"
+                    );
+                    self.adopt(&mut p, st, len)?;
+                }
+                Err(f) => return self.failed(&mut p, f, now),
+            }
+        }
+        Ok(Flushed::Done)
+    }
+
+    fn file_ref<'a>(&'a self, p: &'a Progress) -> FileRef<'a> {
+        FileRef {
+            compute_target_id: &self.target,
+            session_id: &p.session_id,
+            file_id: &p.file_id,
+        }
+    }
+
+    /// Intent, upload, complete; a spent intent (expired, refused, nothing stored) is asked
+    /// again, twice at most, then counted as a server failure.
+    async fn send(&mut self, p: &Progress, seg: &Segment) -> Result<FileState, Failure> {
+        let req = IntentRequest {
+            compute_target_id: self.target.clone(),
+            session_id: p.session_id.clone(),
+            file_id: p.file_id.clone(),
+            generation: p.generation,
+            offset: seg.offset,
+            source_bytes: seg.source_bytes,
+            decoded_bytes: seg.decoded_bytes,
+            compressed_bytes: seg.compressed.len() as u64,
+            sha256: seg.sha256.clone(),
+        };
+        let mut spent = 0;
+        loop {
+            let attempt = async {
+                let intent = self.api.intent(&req).await?;
+                self.api.upload(&intent, &seg.compressed).await?;
+                self.api.complete(&intent.upload_id).await
+            };
+            match attempt.await {
+                Err(f) if f.effect().reintent => {
+                    self.count_failure(&f);
+                    spent += 1;
+                    if spent > 2 {
+                        return Err(Failure::ServerFailure(0));
+                    }
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// A segment verified by the server: the file's progress moves (or the server's state is
+    /// adopted when it says otherwise).
+    fn acknowledged(
+        &mut self,
+        p: &mut Progress,
+        seg: &Segment,
+        st: FileState,
+        len: u64,
+    ) -> Result<(), LaneError> {
+        self.segments_left = self.segments_left.saturating_sub(1);
+        self.state.succeeded(&p.session_id, &p.file_id)?;
+        self.ladder.forget(&key(&p.session_id, &p.file_id));
+        self.figures.segments += 1;
+        self.figures.source_bytes += seg.source_bytes;
+        self.figures.decoded_bytes += seg.decoded_bytes;
+        self.figures.compressed_bytes += seg.compressed.len() as u64;
+        for (rule, n) in &seg.hits {
+            *self.figures.redactions.entry(rule).or_insert(0) += *n as u64;
+        }
+        if let Some(o) = &self.observer {
+            let file = p.file();
+            o.segment_sent(
+                &file,
+                seg.source_bytes,
+                seg.decoded_bytes,
+                seg.compressed.len() as u64,
+            );
+            for (rule, n) in &seg.hits {
+                o.redacted(rule, *n);
+            }
+        }
+        if st.generation != p.generation || st.acked_offset != seg.end() {
+            return self.adopt(p, st, len);
+        }
+        p.acked_offset = seg.end();
+        p.check_start = seg.offset;
+        p.check_end = seg.end();
+        p.check_sha = Some(seg.source_sha256.clone());
+        if p.head_len < HEAD_BYTES.min(p.acked_offset) {
+            // The head grows with the acked prefix until it is 64 KiB.
+            let (len, sha) = match verify::head(&self.source, &p.file(), p.acked_offset) {
+                Ok(h) => h,
+                Err(e) => {
+                    tracing::debug!(error = %e, "head hash not read; kept");
+                    (p.head_len, p.head_sha.clone())
+                }
+            };
+            p.head_len = len;
+            p.head_sha = sha;
+        }
+        self.state.save(p)?;
+        Ok(())
+    }
+
+    /// Take the server's state (contract: the acknowledged offset is the truth).
+    fn adopt(&mut self, p: &mut Progress, st: FileState, len: u64) -> Result<(), LaneError> {
+        let ours = (p.generation, p.acked_offset);
+        if st.generation == 0 || st.generation < p.generation {
+            // Unknown to the server, or our newer generation not committed yet: from 0 in ours.
+            p.generation = p.generation.max(1);
+            if p.acked_offset > 0 {
+                verify::reset(p);
+            }
+        } else if (st.generation, st.acked_offset) != ours {
+            p.generation = st.generation;
+            p.acked_offset = st.acked_offset;
+            if st.acked_offset <= len
+                && let Err(e) = verify::checks_at(&self.source, p)
+            {
+                tracing::debug!(error = %e, "checks not read at the adopted offset");
+            }
+        }
+        p.known = true;
+        self.state.save(p)?;
+        Ok(())
+    }
+
+    fn new_generation(&mut self, p: &mut Progress) -> Result<(), LaneError> {
+        tracing::info!(
+            session_id = p.session_id,
+            file_id = p.file_id,
+            generation = p.generation + 1,
+            "transcript shrank or was rewritten: new generation"
+        );
+        p.generation = p.generation.max(1) + 1;
+        verify::reset(p);
+        self.figures.generations_started += 1;
+        self.state.save(p)?;
+        Ok(())
+    }
+
+    fn count_failure(&mut self, f: &Failure) {
+        *self.figures.failures.entry(f.name()).or_insert(0) += 1;
+        if let Some(o) = &self.observer {
+            o.failure(f.name());
+        }
+    }
+
+    /// Apply a failure: the lane's effect, the file's ladder and budget.
+    fn failed(&mut self, p: &mut Progress, f: Failure, now: i64) -> Result<Flushed, LaneError> {
+        self.count_failure(&f);
+        let effect = f.effect();
+        let retry_after = match &f {
+            Failure::RateLimited(ra) => ra.map(|r| r.delay_from(now)),
+            _ => None,
+        };
+        match effect.lane {
+            LaneEffect::Pause => {
+                tracing::warn!("the device token was refused: transcript lane paused");
+                self.status = TranscriptStatus::Paused;
+                self.quiet_until_ms = at(now, self.settings.retry_hello);
+                return Ok(Flushed::StopLane);
+            }
+            LaneEffect::Park => {
+                tracing::warn!(
+                    code = f.name(),
+                    "transcripts are off for this org: lane parked"
+                );
+                self.status = TranscriptStatus::Parked;
+                self.quiet_until_ms = at(now, self.settings.park_probe);
+                return Ok(Flushed::StopLane);
+            }
+            LaneEffect::Wait => {
+                self.quiet_until_ms = at(now, retry_after.unwrap_or(Duration::from_secs(1)));
+            }
+            LaneEffect::None => {}
+        }
+        if effect.reask && p.known {
+            p.known = false;
+            self.state.save(p)?;
+        }
+        let retries = self.state.retries(&p.session_id, &p.file_id)?;
+        let wait = backoff(retries.saturating_add(1)).max(retry_after.unwrap_or_default());
+        let (_, spent) =
+            self.state
+                .failed(&p.session_id, &p.file_id, effect.budget, at(now, wait))?;
+        tracing::info!(
+            session_id = p.session_id,
+            file_id = p.file_id,
+            failure = f.name(),
+            wait_ms = wait.as_millis() as u64,
+            "transcript segment not acknowledged"
+        );
+        if spent {
+            self.set_aside(&p.file(), Class::Transient, f.name(), now)?;
+        }
+        Ok(if effect.lane == LaneEffect::Wait {
+            Flushed::StopLane
+        } else {
+            Flushed::Done
+        })
+    }
+
+    fn unreadable(
+        &mut self,
+        file: &TranscriptFile,
+        e: &std::io::Error,
+        now: i64,
+    ) -> Result<Flushed, LaneError> {
+        tracing::warn!(session_id = file.session_id, file_id = file.file_id, error = %e,
+            "transcript unreadable: set aside");
+        self.set_aside(file, Class::Deterministic, "unreadable", now)?;
+        Ok(Flushed::Done)
+    }
+
+    fn set_aside(
+        &mut self,
+        file: &TranscriptFile,
+        class: Class,
+        reason: &str,
+        now: i64,
+    ) -> Result<(), LaneError> {
+        let k = key(&file.session_id, &file.file_id);
+        let retry_at = match class {
+            Class::Transient => Some(at(now, self.ladder.next_window(&k))),
+            Class::Deterministic => None,
+        };
+        let evicted = self.state.dead_letter(
+            &file.session_id,
+            &file.file_id,
+            class,
+            reason,
+            now,
+            retry_at,
+        )?;
+        for (s, f) in evicted {
+            self.ladder.forget(&key(&s, &f));
+        }
+        self.figures.set_aside += 1;
+        tracing::warn!(
+            session_id = file.session_id,
+            file_id = file.file_id,
+            class = class.as_str(),
+            reason,
+            "transcript dead-lettered"
+        );
+        if let Some(o) = &self.observer {
+            o.set_aside(file, class, reason);
+        }
+        Ok(())
+    }
+}

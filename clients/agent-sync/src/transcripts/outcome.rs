@@ -1,0 +1,307 @@
+//! What one transcript request came to, and what the lane does about it.
+//!
+//! Contract, "Client rules" (spec, "Retries, backoff, and dead-lettering", the metadata lane's
+//! thresholds as the model): the lane climbs an exponential ladder off each file's retry count
+//! (1 s doubling to 5 minutes, [`backoff`]); it tracks failures per file; after 3 consecutive
+//! timeouts or validation refusals, or 5 consecutive rate limits, server failures or transport
+//! errors, the file is dead-lettered. `401` and `target_not_owned` are never counted. Contract,
+//! "The acknowledged offset is the truth": after a timeout, a 5xx or a lost answer the client asks
+//! for the file's state before sending again ([`Effect::reask`]); `409 offset_mismatch` carries
+//! the server's state, which the lane adopts ([`Failure::OffsetMismatch`]).
+//!
+//! [`Failure::effect`] is pure, so the whole table is tested at once.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use syncplane_contract::code;
+use syncplane_contract::transcripts::code as tcode;
+
+use crate::answer::RetryAfter;
+
+/// A file's state as the server keeps it (`GET .../state`, `complete`, a 409's `data`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileState {
+    pub generation: u32,
+    pub acked_offset: u64,
+}
+
+/// A request that did not do what was asked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Failure {
+    /// `401`, or no token to send.
+    Unauthenticated,
+    /// `403 target_not_owned` (or a 403 without a code on a lane route).
+    TargetNotOwned,
+    /// `403 feature_disabled`: the org's sync policy is off.
+    FeatureDisabled,
+    /// `403 transcripts_disabled`: the transcript gate is off.
+    TranscriptsDisabled,
+    /// `429`, with its `Retry-After`.
+    RateLimited(Option<RetryAfter>),
+    /// `400` or `413`: the server refused what was sent.
+    Validation(u16),
+    /// `409 offset_mismatch`: the server's state.
+    OffsetMismatch(FileState),
+    /// `409 upload_missing`: nothing stored under the intent's key yet.
+    UploadMissing,
+    /// `410 upload_expired`.
+    UploadExpired,
+    /// The upload URL was refused (a presigned `403`, expired or altered; a direct `404`).
+    UploadRefused,
+    /// Any other answer: a 5xx (`store_unavailable` included), an unexpected status, a 2xx that
+    /// cannot be read.
+    ServerFailure(u16),
+    /// The device's own deadline.
+    Timeout,
+    /// Refused, reset, dropped: no answer.
+    TransportError,
+}
+
+/// The budgeted kinds (consecutive failures of one kind per file).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    Timeout,
+    Validation,
+    RateLimited,
+    ServerFailure,
+    TransportError,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Timeout => "timeout",
+            Self::Validation => "validation",
+            Self::RateLimited => "rate_limited",
+            Self::ServerFailure => "server_failure",
+            Self::TransportError => "transport_error",
+        }
+    }
+
+    /// Consecutive failures before the file is dead-lettered.
+    pub fn limit(self) -> u32 {
+        match self {
+            Self::Timeout | Self::Validation => 3,
+            Self::RateLimited | Self::ServerFailure | Self::TransportError => 5,
+        }
+    }
+}
+
+/// What the lane itself does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaneEffect {
+    None,
+    /// Paused until the token works again.
+    Pause,
+    /// Parked: the org's policy or the transcript gate is off; probed again later.
+    Park,
+    /// Nothing sent before `Retry-After`.
+    Wait,
+}
+
+/// What one failure does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Effect {
+    pub budget: Option<Kind>,
+    /// Ask the server's state before sending again (the request may have committed).
+    pub reask: bool,
+    /// Ask a new intent at once (the upload URL or intent is spent), not counted.
+    pub reintent: bool,
+    pub lane: LaneEffect,
+}
+
+const NOTHING: Effect = Effect {
+    budget: None,
+    reask: false,
+    reintent: false,
+    lane: LaneEffect::None,
+};
+
+impl Failure {
+    pub fn effect(&self) -> Effect {
+        let counted = |kind, reask| Effect {
+            budget: Some(kind),
+            reask,
+            ..NOTHING
+        };
+        match self {
+            Self::Unauthenticated => Effect {
+                lane: LaneEffect::Pause,
+                ..NOTHING
+            },
+            Self::FeatureDisabled | Self::TranscriptsDisabled => Effect {
+                lane: LaneEffect::Park,
+                ..NOTHING
+            },
+            // Not counted; the file still climbs the ladder (as every failed attempt does).
+            Self::TargetNotOwned | Self::OffsetMismatch(_) => NOTHING,
+            Self::UploadMissing | Self::UploadExpired | Self::UploadRefused => Effect {
+                reintent: true,
+                ..NOTHING
+            },
+            Self::RateLimited(_) => Effect {
+                lane: LaneEffect::Wait,
+                ..counted(Kind::RateLimited, false)
+            },
+            Self::Validation(_) => counted(Kind::Validation, false),
+            Self::ServerFailure(_) => counted(Kind::ServerFailure, true),
+            Self::Timeout => counted(Kind::Timeout, true),
+            Self::TransportError => counted(Kind::TransportError, true),
+        }
+    }
+
+    /// A short name for counts and logs.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Unauthenticated => code::UNAUTHENTICATED,
+            Self::TargetNotOwned => code::TARGET_NOT_OWNED,
+            Self::FeatureDisabled => code::FEATURE_DISABLED,
+            Self::TranscriptsDisabled => tcode::TRANSCRIPTS_DISABLED,
+            Self::RateLimited(_) => code::RATE_LIMITED,
+            Self::Validation(_) => "validation",
+            Self::OffsetMismatch(_) => tcode::OFFSET_MISMATCH,
+            Self::UploadMissing => tcode::UPLOAD_MISSING,
+            Self::UploadExpired => tcode::UPLOAD_EXPIRED,
+            Self::UploadRefused => "upload_refused",
+            Self::ServerFailure(_) => "server_failure",
+            Self::Timeout => "timeout",
+            Self::TransportError => "transport_error",
+        }
+    }
+}
+
+/// Read a non-2xx answer of a lane route (not the presigned PUT) into a [`Failure`].
+pub fn classify(
+    status: u16,
+    code: Option<&str>,
+    data: Option<FileState>,
+    retry_after: Option<RetryAfter>,
+) -> Failure {
+    match (status, code) {
+        (401, _) => Failure::Unauthenticated,
+        (403, Some(code::FEATURE_DISABLED)) => Failure::FeatureDisabled,
+        (403, Some(tcode::TRANSCRIPTS_DISABLED)) => Failure::TranscriptsDisabled,
+        (403, _) => Failure::TargetNotOwned,
+        (429, _) => Failure::RateLimited(retry_after),
+        (400 | 413, _) => Failure::Validation(status),
+        (409, Some(tcode::OFFSET_MISMATCH)) => match data {
+            Some(state) => Failure::OffsetMismatch(state),
+            None => Failure::ServerFailure(status),
+        },
+        (409, Some(tcode::UPLOAD_MISSING)) => Failure::UploadMissing,
+        (410, _) => Failure::UploadExpired,
+        _ => Failure::ServerFailure(status),
+    }
+}
+
+/// The first step of the ladder.
+pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+/// The ladder's top.
+pub const LONGEST_BACKOFF: Duration = Duration::from_secs(5 * 60);
+
+/// The wait after a file's `retries`-th consecutive failure (1 s, 2 s, 4 s, ... 5 minutes).
+pub fn backoff(retries: u32) -> Duration {
+    let step = retries.saturating_sub(1).min(31);
+    FIRST_BACKOFF
+        .checked_mul(1u32 << step)
+        .unwrap_or(LONGEST_BACKOFF)
+        .min(LONGEST_BACKOFF)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ladder_starts_at_1_second_doubles_and_stops_at_5_minutes() {
+        let secs: Vec<u64> = (1..=12).map(|n| backoff(n).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 32, 64, 128, 256, 300, 300, 300]);
+        assert_eq!(backoff(0), FIRST_BACKOFF);
+        assert_eq!(backoff(u32::MAX), LONGEST_BACKOFF);
+    }
+
+    #[test]
+    fn every_answer_classifies_as_the_contract_says() {
+        let st = FileState {
+            generation: 3,
+            acked_offset: 1_048_576,
+        };
+        let table = [
+            (401, Some("unauthenticated"), Failure::Unauthenticated),
+            (403, Some("feature_disabled"), Failure::FeatureDisabled),
+            (
+                403,
+                Some("transcripts_disabled"),
+                Failure::TranscriptsDisabled,
+            ),
+            (403, Some("target_not_owned"), Failure::TargetNotOwned),
+            (403, None, Failure::TargetNotOwned),
+            (429, Some("rate_limited"), Failure::RateLimited(None)),
+            (400, None, Failure::Validation(400)),
+            (413, None, Failure::Validation(413)),
+            (409, Some("offset_mismatch"), Failure::OffsetMismatch(st)),
+            (409, Some("upload_missing"), Failure::UploadMissing),
+            (410, Some("upload_expired"), Failure::UploadExpired),
+            (503, Some("store_unavailable"), Failure::ServerFailure(503)),
+            (500, None, Failure::ServerFailure(500)),
+            (404, Some("not_found"), Failure::ServerFailure(404)),
+        ];
+        for (status, c, want) in table {
+            assert_eq!(classify(status, c, Some(st), None), want, "{status} {c:?}");
+        }
+        assert_eq!(
+            classify(409, Some("offset_mismatch"), None, None),
+            Failure::ServerFailure(409),
+            "a 409 without the state cannot be adopted"
+        );
+    }
+
+    #[test]
+    fn budgets_are_3_for_timeouts_and_validation_and_5_for_the_rest_and_401_is_never_counted() {
+        let budget = |f: Failure| f.effect().budget.map(|k| (k, k.limit()));
+        assert_eq!(budget(Failure::Timeout), Some((Kind::Timeout, 3)));
+        assert_eq!(
+            budget(Failure::Validation(400)),
+            Some((Kind::Validation, 3))
+        );
+        assert_eq!(
+            budget(Failure::RateLimited(None)),
+            Some((Kind::RateLimited, 5))
+        );
+        assert_eq!(
+            budget(Failure::ServerFailure(503)),
+            Some((Kind::ServerFailure, 5))
+        );
+        assert_eq!(
+            budget(Failure::TransportError),
+            Some((Kind::TransportError, 5))
+        );
+        for never in [
+            Failure::Unauthenticated,
+            Failure::TargetNotOwned,
+            Failure::FeatureDisabled,
+            Failure::TranscriptsDisabled,
+            Failure::OffsetMismatch(FileState::default()),
+            Failure::UploadExpired,
+            Failure::UploadMissing,
+            Failure::UploadRefused,
+        ] {
+            assert_eq!(never.effect().budget, None, "{never:?}");
+        }
+        assert_eq!(Failure::Unauthenticated.effect().lane, LaneEffect::Pause);
+        assert_eq!(Failure::TranscriptsDisabled.effect().lane, LaneEffect::Park);
+        assert_eq!(Failure::RateLimited(None).effect().lane, LaneEffect::Wait);
+        // A timed-out request may have committed: the state is asked before sending again.
+        for reask in [
+            Failure::Timeout,
+            Failure::TransportError,
+            Failure::ServerFailure(500),
+        ] {
+            assert!(reask.effect().reask, "{reask:?}");
+        }
+        assert!(!Failure::Validation(400).effect().reask);
+        assert!(Failure::UploadRefused.effect().reintent);
+    }
+}

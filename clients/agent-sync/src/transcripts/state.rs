@@ -1,0 +1,619 @@
+//! The transcript lane's durable state, in the same SQLite file as the metadata lane's
+//! ([`crate::State`]) but in tables of its own, through a connection of its own: per file, the
+//! generation and the acknowledged offset, the start, end and SHA-256 of the source bytes of the
+//! last acknowledged segment and a hash of the file's first 64 KiB (to notice a rewrite), when it
+//! is due (a sweep that saw it change, a hook), its retry count and consecutive failures of one
+//! kind; and the lane's dead-letter set.
+//!
+//! Contract, "Client rules": "The acknowledged offset is kept by the server; the client keeps its
+//! own copy and the SHA-256 of its last acknowledged segment's source bytes to notice a rewrite,
+//! and re-asks the server after any lost answer" (`known` off: ask before sending). "A crash
+//! re-sends at most the segment in flight": progress is written when `complete` answers.
+//! Dead letters: at most 1,000 files, oldest evicted (an evicted file is no longer pending; the
+//! next sweep that sees it grow brings it back); transient ones return when their window opens,
+//! deterministic ones only on a cold restart. Like the metadata lane's, the state is scoped to
+//! the signed-in identity and compute target: another one clears it.
+
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::dead_letter::{Class, MAX_DEAD_LETTERS};
+use crate::transcripts::outcome::Kind;
+use crate::transcripts::source::TranscriptFile;
+
+#[derive(Debug, thiserror::Error)]
+#[error("transcript state database: {0}")]
+pub struct StateError(#[from] rusqlite::Error);
+
+const SCHEMA: &str = "
+PRAGMA journal_mode = WAL;
+PRAGMA synchronous = NORMAL;
+CREATE TABLE IF NOT EXISTS transcript_scope (
+    id INTEGER PRIMARY KEY CHECK (id = 1),
+    identity TEXT NOT NULL,
+    compute_target TEXT NOT NULL,
+    swept INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS transcript_files (
+    session_id TEXT NOT NULL,
+    file_id TEXT NOT NULL,
+    path TEXT NOT NULL,
+    seen_len INTEGER NOT NULL DEFAULT -1,
+    generation INTEGER NOT NULL DEFAULT 0,
+    acked_offset INTEGER NOT NULL DEFAULT 0,
+    check_start INTEGER NOT NULL DEFAULT 0,
+    check_end INTEGER NOT NULL DEFAULT 0,
+    check_sha TEXT,
+    head_len INTEGER NOT NULL DEFAULT 0,
+    head_sha TEXT,
+    known INTEGER NOT NULL DEFAULT 0,
+    flush_at_ms INTEGER,
+    not_before_ms INTEGER NOT NULL DEFAULT 0,
+    retries INTEGER NOT NULL DEFAULT 0,
+    fail_kind TEXT,
+    fail_count INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (session_id, file_id)
+);
+CREATE INDEX IF NOT EXISTS transcript_files_due ON transcript_files (flush_at_ms);
+CREATE TABLE IF NOT EXISTS transcript_dead_letters (
+    session_id TEXT NOT NULL,
+    file_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    class TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    dead_at_ms INTEGER NOT NULL,
+    retry_at_ms INTEGER,
+    PRIMARY KEY (session_id, file_id)
+);
+";
+
+/// One file's progress.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Progress {
+    pub session_id: String,
+    pub file_id: String,
+    pub path: PathBuf,
+    /// 0: not known yet (the server is asked).
+    pub generation: u32,
+    pub acked_offset: u64,
+    /// The source bytes of the last acknowledged segment (or, after adopting the server's state,
+    /// the bytes just before its offset), and their SHA-256.
+    pub check_start: u64,
+    pub check_end: u64,
+    pub check_sha: Option<String>,
+    /// The hash of the file's first `head_len` bytes (at most 64 KiB, within the acked prefix).
+    pub head_len: u64,
+    pub head_sha: Option<String>,
+    /// The server's state is known (else asked before the next intent).
+    pub known: bool,
+    pub retries: u32,
+}
+
+impl Progress {
+    pub fn file(&self) -> TranscriptFile {
+        TranscriptFile {
+            session_id: self.session_id.clone(),
+            file_id: self.file_id.clone(),
+            path: self.path.clone(),
+            len: 0,
+        }
+    }
+}
+
+/// One file of the dead-letter set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadFile {
+    pub session_id: String,
+    pub file_id: String,
+    pub class: String,
+    pub reason: String,
+    pub retry_at_ms: Option<i64>,
+}
+
+pub struct TranscriptState {
+    db: Connection,
+}
+
+const COLUMNS: &str = "session_id, file_id, path, generation, acked_offset, check_start,
+    check_end, check_sha, head_len, head_sha, known, retries";
+
+fn progress(r: &rusqlite::Row<'_>) -> rusqlite::Result<Progress> {
+    Ok(Progress {
+        session_id: r.get(0)?,
+        file_id: r.get(1)?,
+        path: PathBuf::from(r.get::<_, String>(2)?),
+        generation: r.get(3)?,
+        acked_offset: r.get::<_, i64>(4)? as u64,
+        check_start: r.get::<_, i64>(5)? as u64,
+        check_end: r.get::<_, i64>(6)? as u64,
+        check_sha: r.get(7)?,
+        head_len: r.get::<_, i64>(8)? as u64,
+        head_sha: r.get(9)?,
+        known: r.get(10)?,
+        retries: r.get(11)?,
+    })
+}
+
+fn i(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+impl TranscriptState {
+    /// Open (creating) the lane's tables in the state file at `path` (the metadata lane's file
+    /// is the usual one); another identity or target than the stored one clears them.
+    pub fn open(path: &Path, identity: &str, target: &str) -> Result<Self, StateError> {
+        Self::with(Connection::open(path)?, identity, target)
+    }
+
+    pub fn in_memory(identity: &str, target: &str) -> Result<Self, StateError> {
+        Self::with(Connection::open_in_memory()?, identity, target)
+    }
+
+    fn with(db: Connection, identity: &str, target: &str) -> Result<Self, StateError> {
+        db.busy_timeout(std::time::Duration::from_secs(5))?;
+        db.execute_batch(SCHEMA)?;
+        let mut s = Self { db };
+        s.bind(identity, target)?;
+        Ok(s)
+    }
+
+    /// Scope the state to this identity and target, clearing it when either changed.
+    pub fn bind(&mut self, identity: &str, target: &str) -> Result<(), StateError> {
+        let tx = self.db.transaction()?;
+        let stored: Option<(String, String)> = tx
+            .query_row(
+                "SELECT identity, compute_target FROM transcript_scope WHERE id = 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        if stored.as_ref().map(|(i, t)| (i.as_str(), t.as_str())) != Some((identity, target)) {
+            tx.execute_batch(
+                "DELETE FROM transcript_scope; DELETE FROM transcript_files;
+                 DELETE FROM transcript_dead_letters;",
+            )?;
+            tx.execute(
+                "INSERT INTO transcript_scope (id, identity, compute_target) VALUES (1, ?1, ?2)",
+                params![identity, target],
+            )?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Whether a full-discovery sweep has run (the first one is the backfill).
+    pub fn swept(&self) -> Result<bool, StateError> {
+        Ok(self
+            .db
+            .query_row("SELECT swept FROM transcript_scope WHERE id = 1", [], |r| {
+                r.get::<_, i64>(0)
+            })?
+            != 0)
+    }
+
+    /// Record a sweep's findings: a file new or of another length than last seen is due at
+    /// `now_ms`. Returns how many became due.
+    pub fn observe(&mut self, files: &[TranscriptFile], now_ms: i64) -> Result<usize, StateError> {
+        let tx = self.db.transaction()?;
+        let mut due = 0;
+        {
+            let mut q = tx.prepare_cached(
+                "INSERT INTO transcript_files (session_id, file_id, path, seen_len, flush_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5)
+                 ON CONFLICT (session_id, file_id) DO UPDATE SET path = excluded.path,
+                    seen_len = excluded.seen_len,
+                    flush_at_ms = min(coalesce(flush_at_ms, excluded.flush_at_ms), excluded.flush_at_ms)
+                 WHERE transcript_files.seen_len != excluded.seen_len",
+            )?;
+            for f in files {
+                due += q.execute(params![
+                    f.session_id,
+                    f.file_id,
+                    f.path.to_string_lossy(),
+                    i(f.len),
+                    now_ms
+                ])?;
+            }
+        }
+        tx.execute("UPDATE transcript_scope SET swept = 1 WHERE id = 1", [])?;
+        tx.commit()?;
+        Ok(due)
+    }
+
+    /// Make `file` due at `at_ms`, or earlier if it already is (a hook's enqueue).
+    pub fn schedule(&mut self, file: &TranscriptFile, at_ms: i64) -> Result<(), StateError> {
+        self.db.execute(
+            "INSERT INTO transcript_files (session_id, file_id, path, flush_at_ms)
+             VALUES (?1, ?2, ?3, ?4)
+             ON CONFLICT (session_id, file_id) DO UPDATE SET path = excluded.path,
+                flush_at_ms = min(coalesce(flush_at_ms, excluded.flush_at_ms), excluded.flush_at_ms)",
+            params![file.session_id, file.file_id, file.path.to_string_lossy(), at_ms],
+        )?;
+        Ok(())
+    }
+
+    /// Files due at `now_ms` (not backing off, not set aside), longest waiting first.
+    pub fn due(&self, now_ms: i64, limit: usize) -> Result<Vec<Progress>, StateError> {
+        let mut q = self.db.prepare_cached(&format!(
+            "SELECT {COLUMNS} FROM transcript_files f
+              WHERE flush_at_ms <= ?1 AND not_before_ms <= ?1
+                AND NOT EXISTS (SELECT 1 FROM transcript_dead_letters d
+                                 WHERE d.session_id = f.session_id AND d.file_id = f.file_id)
+              ORDER BY flush_at_ms, session_id, file_id LIMIT ?2"
+        ))?;
+        let rows = q.query_map(params![now_ms, limit as i64], progress)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Files with work scheduled (now or later) that are not set aside.
+    pub fn pending_count(&self) -> Result<i64, StateError> {
+        Ok(self.db.query_row(
+            "SELECT count(*) FROM transcript_files f WHERE flush_at_ms IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM transcript_dead_letters d
+                                 WHERE d.session_id = f.session_id AND d.file_id = f.file_id)",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Whether the file has work scheduled and is not set aside.
+    pub fn is_pending(&self, session_id: &str, file_id: &str) -> Result<bool, StateError> {
+        Ok(self.db.query_row(
+            "SELECT count(*) FROM transcript_files f
+              WHERE session_id = ?1 AND file_id = ?2 AND flush_at_ms IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM transcript_dead_letters d
+                                 WHERE d.session_id = f.session_id AND d.file_id = f.file_id)",
+            params![session_id, file_id],
+            |r| r.get::<_, i64>(0),
+        )? > 0)
+    }
+
+    /// The earliest time a pending file may go (`None`: nothing pending).
+    pub fn next_due_ms(&self) -> Result<Option<i64>, StateError> {
+        Ok(self.db.query_row(
+            "SELECT min(max(flush_at_ms, not_before_ms)) FROM transcript_files f
+              WHERE flush_at_ms IS NOT NULL
+                AND NOT EXISTS (SELECT 1 FROM transcript_dead_letters d
+                                 WHERE d.session_id = f.session_id AND d.file_id = f.file_id)",
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    pub fn get(&self, session_id: &str, file_id: &str) -> Result<Option<Progress>, StateError> {
+        Ok(self
+            .db
+            .query_row(
+                &format!(
+                    "SELECT {COLUMNS} FROM transcript_files WHERE session_id = ?1 AND file_id = ?2"
+                ),
+                params![session_id, file_id],
+                progress,
+            )
+            .optional()?)
+    }
+
+    /// Write a file's progress (generation, offset, checks, `known`).
+    pub fn save(&mut self, p: &Progress) -> Result<(), StateError> {
+        self.db.execute(
+            "UPDATE transcript_files SET generation = ?3, acked_offset = ?4, check_start = ?5,
+                check_end = ?6, check_sha = ?7, head_len = ?8, head_sha = ?9, known = ?10
+              WHERE session_id = ?1 AND file_id = ?2",
+            params![
+                p.session_id,
+                p.file_id,
+                p.generation,
+                i(p.acked_offset),
+                i(p.check_start),
+                i(p.check_end),
+                p.check_sha,
+                i(p.head_len),
+                p.head_sha,
+                p.known
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// A segment went through: the retry count and the failure budget start again.
+    pub fn succeeded(&mut self, session_id: &str, file_id: &str) -> Result<(), StateError> {
+        self.db.execute(
+            "UPDATE transcript_files SET retries = 0, fail_kind = NULL, fail_count = 0,
+                not_before_ms = 0 WHERE session_id = ?1 AND file_id = ?2",
+            params![session_id, file_id],
+        )?;
+        Ok(())
+    }
+
+    /// Caught up as of `since_ms`: nothing due unless scheduled after it.
+    pub fn caught_up(
+        &mut self,
+        session_id: &str,
+        file_id: &str,
+        since_ms: i64,
+    ) -> Result<(), StateError> {
+        self.db.execute(
+            "UPDATE transcript_files SET flush_at_ms = NULL
+              WHERE session_id = ?1 AND file_id = ?2 AND flush_at_ms <= ?3",
+            params![session_id, file_id, since_ms],
+        )?;
+        Ok(())
+    }
+
+    /// One failed attempt: the retry count climbs, the file waits until `not_before_ms`, and a
+    /// budgeted kind is counted (consecutive per kind). Returns (retries, whether the budget of
+    /// `kind` is spent).
+    pub fn failed(
+        &mut self,
+        session_id: &str,
+        file_id: &str,
+        kind: Option<Kind>,
+        not_before_ms: i64,
+    ) -> Result<(u32, bool), StateError> {
+        let (retries, count): (u32, i64) = self.db.query_row(
+            "UPDATE transcript_files SET retries = retries + 1,
+                not_before_ms = max(not_before_ms, ?3),
+                fail_count = CASE WHEN ?4 IS NULL THEN fail_count
+                                  WHEN fail_kind = ?4 THEN fail_count + 1 ELSE 1 END,
+                fail_kind = coalesce(?4, fail_kind)
+              WHERE session_id = ?1 AND file_id = ?2 RETURNING retries, fail_count",
+            params![session_id, file_id, not_before_ms, kind.map(Kind::name)],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let spent = kind.is_some_and(|k| count >= i64::from(k.limit()));
+        Ok((retries, spent))
+    }
+
+    /// The retry count of a file (to place the next attempt on the ladder).
+    pub fn retries(&self, session_id: &str, file_id: &str) -> Result<u32, StateError> {
+        Ok(self
+            .db
+            .query_row(
+                "SELECT retries FROM transcript_files WHERE session_id = ?1 AND file_id = ?2",
+                params![session_id, file_id],
+                |r| r.get(0),
+            )
+            .optional()?
+            .unwrap_or(0))
+    }
+
+    /// The failure budget spent so far: (kind, consecutive count).
+    pub fn budget_of(
+        &self,
+        session_id: &str,
+        file_id: &str,
+    ) -> Result<Option<(Option<String>, i64)>, StateError> {
+        Ok(self
+            .db
+            .query_row(
+                "SELECT fail_kind, fail_count FROM transcript_files
+                  WHERE session_id = ?1 AND file_id = ?2",
+                params![session_id, file_id],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?)
+    }
+
+    /// Set a file aside (`retry_at_ms` `None`: deterministic). Its budget starts again. Evicts
+    /// the oldest beyond the bound (no longer pending); returns them.
+    pub fn dead_letter(
+        &mut self,
+        session_id: &str,
+        file_id: &str,
+        class: Class,
+        reason: &str,
+        now_ms: i64,
+        retry_at_ms: Option<i64>,
+    ) -> Result<Vec<(String, String)>, StateError> {
+        let tx = self.db.transaction()?;
+        tx.execute(
+            "UPDATE transcript_files SET fail_kind = NULL, fail_count = 0
+              WHERE session_id = ?1 AND file_id = ?2",
+            params![session_id, file_id],
+        )?;
+        tx.execute(
+            "INSERT INTO transcript_dead_letters
+                (session_id, file_id, seq, class, reason, dead_at_ms, retry_at_ms)
+             VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM transcript_dead_letters),
+                     ?3, ?4, ?5, ?6)
+             ON CONFLICT (session_id, file_id) DO UPDATE SET seq = excluded.seq,
+                class = excluded.class, reason = excluded.reason,
+                dead_at_ms = excluded.dead_at_ms, retry_at_ms = excluded.retry_at_ms",
+            params![
+                session_id,
+                file_id,
+                class.as_str(),
+                reason,
+                now_ms,
+                retry_at_ms
+            ],
+        )?;
+        let evicted: Vec<(String, String)> = {
+            let mut q = tx.prepare_cached(
+                "DELETE FROM transcript_dead_letters WHERE seq IN (
+                    SELECT seq FROM transcript_dead_letters ORDER BY seq
+                     LIMIT max((SELECT count(*) FROM transcript_dead_letters) - ?1, 0))
+                 RETURNING session_id, file_id",
+            )?;
+            q.query_map(params![MAX_DEAD_LETTERS as i64], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })?
+            .collect::<Result<_, _>>()?
+        };
+        for (s, f) in &evicted {
+            tx.execute(
+                "UPDATE transcript_files SET flush_at_ms = NULL
+                  WHERE session_id = ?1 AND file_id = ?2",
+                params![s, f],
+            )?;
+        }
+        tx.commit()?;
+        Ok(evicted)
+    }
+
+    /// The timed pass: transient dead letters whose window opened are due again.
+    pub fn recover_due(&mut self, now_ms: i64) -> Result<Vec<(String, String)>, StateError> {
+        self.release("retry_at_ms IS NOT NULL AND retry_at_ms <= ?1", now_ms)
+    }
+
+    /// A cold restart: deterministic dead letters are due again.
+    pub fn release_deterministic(&mut self, now_ms: i64) -> Result<usize, StateError> {
+        Ok(self
+            .release("retry_at_ms IS NULL AND ?1 = ?1", now_ms)?
+            .len())
+    }
+
+    fn release(&mut self, which: &str, now_ms: i64) -> Result<Vec<(String, String)>, StateError> {
+        let tx = self.db.transaction()?;
+        let ids: Vec<(String, String)> = {
+            let mut q = tx.prepare(&format!(
+                "DELETE FROM transcript_dead_letters WHERE {which} RETURNING session_id, file_id"
+            ))?;
+            q.query_map(params![now_ms], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?
+        };
+        for (s, f) in &ids {
+            tx.execute(
+                "UPDATE transcript_files SET flush_at_ms = ?3, not_before_ms = 0
+                  WHERE session_id = ?1 AND file_id = ?2",
+                params![s, f, now_ms],
+            )?;
+        }
+        tx.commit()?;
+        Ok(ids)
+    }
+
+    pub fn dead_letters(&self) -> Result<Vec<DeadFile>, StateError> {
+        let mut q = self.db.prepare_cached(
+            "SELECT session_id, file_id, class, reason, retry_at_ms FROM transcript_dead_letters
+              ORDER BY seq",
+        )?;
+        let rows = q.query_map([], |r| {
+            Ok(DeadFile {
+                session_id: r.get(0)?,
+                file_id: r.get(1)?,
+                class: r.get(2)?,
+                reason: r.get(3)?,
+                retry_at_ms: r.get(4)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Forget a file the source no longer has.
+    pub fn forget(&mut self, session_id: &str, file_id: &str) -> Result<(), StateError> {
+        for table in ["transcript_files", "transcript_dead_letters"] {
+            self.db.execute(
+                &format!("DELETE FROM {table} WHERE session_id = ?1 AND file_id = ?2"),
+                params![session_id, file_id],
+            )?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(s: &str, f: &str, len: u64) -> TranscriptFile {
+        TranscriptFile {
+            session_id: s.into(),
+            file_id: f.into(),
+            path: PathBuf::from(f),
+            len,
+        }
+    }
+
+    #[test]
+    fn a_sweep_makes_new_and_changed_files_due_and_leaves_unchanged_ones() {
+        let mut s = TranscriptState::in_memory("ada", "t").unwrap();
+        assert!(!s.swept().unwrap());
+        assert_eq!(
+            s.observe(&[file("a", "1", 10), file("b", "1", 5)], 0)
+                .unwrap(),
+            2
+        );
+        assert!(s.swept().unwrap());
+        for p in s.due(0, 10).unwrap() {
+            s.caught_up(&p.session_id, &p.file_id, 0).unwrap();
+        }
+        assert_eq!(s.pending_count().unwrap(), 0);
+        assert_eq!(
+            s.observe(&[file("a", "1", 10), file("b", "1", 6)], 5)
+                .unwrap(),
+            1
+        );
+        let due = s.due(5, 10).unwrap();
+        assert_eq!(due.len(), 1);
+        assert_eq!(due[0].session_id, "b");
+    }
+
+    #[test]
+    fn a_hook_scheduled_during_a_flush_survives_its_catch_up() {
+        let mut s = TranscriptState::in_memory("ada", "t").unwrap();
+        s.schedule(&file("a", "1", 0), 100).unwrap();
+        s.schedule(&file("a", "1", 0), 50).unwrap();
+        assert!(s.due(49, 10).unwrap().is_empty());
+        assert_eq!(s.due(50, 10).unwrap().len(), 1, "the earlier time wins");
+        s.caught_up("a", "1", 40).unwrap();
+        assert_eq!(
+            s.pending_count().unwrap(),
+            1,
+            "scheduled after the flush began"
+        );
+        s.caught_up("a", "1", 50).unwrap();
+        assert_eq!(s.pending_count().unwrap(), 0);
+    }
+
+    #[test]
+    fn failures_count_per_kind_and_the_dead_letter_set_is_bounded() {
+        let mut s = TranscriptState::in_memory("ada", "t").unwrap();
+        s.schedule(&file("a", "1", 0), 0).unwrap();
+        assert_eq!(
+            s.failed("a", "1", Some(Kind::Timeout), 10).unwrap(),
+            (1, false)
+        );
+        assert_eq!(
+            s.failed("a", "1", None, 10).unwrap(),
+            (2, false),
+            "not counted"
+        );
+        assert_eq!(
+            s.failed("a", "1", Some(Kind::Timeout), 10).unwrap(),
+            (3, false)
+        );
+        assert_eq!(
+            s.failed("a", "1", Some(Kind::Timeout), 10).unwrap(),
+            (4, true)
+        );
+        assert!(s.due(9, 10).unwrap().is_empty(), "backing off");
+        let files: Vec<_> = (0..1001)
+            .map(|n| file("s", &format!("f{n:04}"), 0))
+            .collect();
+        let mut evicted = Vec::new();
+        for f in &files {
+            s.schedule(f, 0).unwrap();
+            evicted.extend(
+                s.dead_letter(&f.session_id, &f.file_id, Class::Transient, "x", 0, Some(5))
+                    .unwrap(),
+            );
+        }
+        assert_eq!(evicted, [("s".to_owned(), "f0000".to_owned())]);
+        assert_eq!(s.dead_letters().unwrap().len(), 1000);
+        assert_eq!(s.recover_due(5).unwrap().len(), 1000);
+        assert_eq!(s.due(5, 2000).unwrap().len(), 1000);
+    }
+
+    #[test]
+    fn another_identity_clears_the_lanes_state() {
+        let mut s = TranscriptState::in_memory("ada", "t").unwrap();
+        s.observe(&[file("a", "1", 1)], 0).unwrap();
+        s.bind("ada", "t").unwrap();
+        assert_eq!(s.pending_count().unwrap(), 1);
+        s.bind("grace", "t").unwrap();
+        assert_eq!(s.pending_count().unwrap(), 0);
+        assert!(!s.swept().unwrap());
+    }
+}

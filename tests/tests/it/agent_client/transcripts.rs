@@ -1,0 +1,473 @@
+//! The transcript lane (`syncplane_agent::transcripts`, issue 20) against the real ingest handler
+//! served on loopback, over a real Postgres, in direct mode (docs/transcript-wire-contract.md).
+//!
+//! These need the server's transcript routes (the transcript server work); before they are
+//! merged, the hello-ack has no `agentTranscriptUpload` and every test but the idle one fails.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use shared::ingest::provision;
+use syncplane_agent::redact::Redactor;
+use syncplane_agent::transcripts::segment::{Caps, stage};
+use syncplane_agent::transcripts::{Settings, TranscriptStatus};
+use syncplane_agent::{
+    FakeClock, MemorySource, TokenHandle, TranscriptLane, TranscriptSource, TranscriptState,
+    TranscriptTransport, Trigger,
+};
+
+use super::support::*;
+
+/// Segments of this many source bytes, so a few hundred lines make several.
+const SEGMENT: usize = 16 * 1024;
+
+struct Rig {
+    lane: TranscriptLane<MemorySource>,
+    src: MemorySource,
+    clock: FakeClock,
+}
+
+fn rig(env: &Env, src: &MemorySource) -> Rig {
+    let clock = FakeClock::at(1_780_000_000_000);
+    let state = TranscriptState::open(&env.dir.0.join("state.db"), "ada", TARGET).unwrap();
+    let transport = TranscriptTransport::new(
+        &env.server.url(),
+        TokenHandle::new(Some(env.token.clone())),
+        Duration::from_secs(8),
+    )
+    .unwrap();
+    let settings = Settings {
+        target_segment_bytes: SEGMENT,
+        ..Settings::default()
+    };
+    let lane = TranscriptLane::new(
+        src.clone(),
+        state,
+        transport,
+        Arc::new(clock.clone()),
+        settings,
+        TARGET,
+    )
+    .unwrap();
+    Rig {
+        lane,
+        src: src.clone(),
+        clock,
+    }
+}
+
+impl Rig {
+    async fn drain(&mut self) {
+        for _ in 0..300 {
+            self.lane.tick().await.unwrap();
+            if self.lane.drained().unwrap() {
+                return;
+            }
+            self.clock.advance(Duration::from_secs(1));
+        }
+        panic!(
+            "not drained ({:?}): {:?}",
+            self.lane.status(),
+            self.lane.figures()
+        );
+    }
+}
+
+/// JSON Lines with ordinary text and, every 7th line, a planted secret.
+fn transcript(from: usize, n: usize) -> Vec<u8> {
+    (from..from + n)
+        .flat_map(|k| {
+            let text = if k % 7 == 0 {
+                format!("export AWS_ACCESS_KEY_ID=AKIA{:016}", k)
+            } else {
+                format!("ordinary per-turn text of turn {k}, with a tool call and its output")
+            };
+            format!("{{\"type\":\"message\",\"turn\":{k},\"text\":\"{text}\"}}\n").into_bytes()
+        })
+        .collect()
+}
+
+/// The SHA-256s of the segments the client stages for `file` from 0 (what the archive must hold).
+fn staged(src: &MemorySource, session: &str, file_id: &str) -> Vec<(u64, String)> {
+    let file = src.file(session, file_id).unwrap();
+    let caps = Caps {
+        target_source: SEGMENT,
+        ..Caps::default()
+    };
+    let redactor = Redactor::new();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(seg) = stage(src, &file, at, &caps, &redactor).unwrap() {
+        out.push((seg.offset, seg.sha256.clone()));
+        at = seg.end();
+    }
+    out
+}
+
+/// The archive's (generation, acked offset) of a file.
+async fn archived(env: &Env, session: &str, file_id: &str) -> Option<(i32, i64)> {
+    sqlx::query_as(
+        "SELECT generation, acked_offset FROM transcript_files
+          WHERE compute_target_id = $1 AND session_id = $2 AND file_id = $3",
+    )
+    .bind(TARGET)
+    .bind(session)
+    .bind(file_id)
+    .fetch_optional(&env.db.pool)
+    .await
+    .unwrap()
+}
+
+/// The archive's segments of a file's generation: (offset, sha256 hex), in offset order.
+async fn segments(env: &Env, session: &str, file_id: &str, generation: i32) -> Vec<(u64, String)> {
+    let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+        "SELECT s.start_offset, s.sha256 FROM transcript_segments s
+           JOIN transcript_files f ON f.id = s.file_row
+          WHERE f.compute_target_id = $1 AND f.session_id = $2 AND f.file_id = $3
+            AND s.generation = $4 ORDER BY s.start_offset",
+    )
+    .bind(TARGET)
+    .bind(session)
+    .bind(file_id)
+    .bind(generation)
+    .fetch_all(&env.db.pool)
+    .await
+    .unwrap();
+    rows.into_iter()
+        .map(|(o, sha)| (o as u64, hex::encode(sha)))
+        .collect()
+}
+
+/// Upload PUTs the server answered.
+fn uploads(env: &Env) -> usize {
+    env.server
+        .seen()
+        .iter()
+        .filter(|s| s.method == "PUT" && s.status == 200)
+        .count()
+}
+
+#[tokio::test]
+async fn every_transcript_arrives_once_as_the_clients_redacted_staging() {
+    let env = env().await;
+    let src = MemorySource::default();
+    src.put("s-1", "s-1.jsonl", transcript(0, 600));
+    src.put("s-2", "main.jsonl", transcript(0, 40));
+    src.put("s-2", "agent-1.jsonl", transcript(0, 3));
+    let mut r = rig(&env, &src);
+    r.drain().await;
+    for (s, f) in [
+        ("s-1", "s-1.jsonl"),
+        ("s-2", "main.jsonl"),
+        ("s-2", "agent-1.jsonl"),
+    ] {
+        let len = src.len_of(&src.file(s, f).unwrap()).unwrap().unwrap() as i64;
+        assert_eq!(archived(&env, s, f).await, Some((1, len)), "{s}/{f}");
+        assert_eq!(segments(&env, s, f, 1).await, staged(&src, s, f), "{s}/{f}");
+    }
+    let sent = r.lane.figures().segments as usize;
+    assert!(sent > 3, "several segments: {sent}");
+    assert_eq!(uploads(&env), sent, "each segment uploaded once");
+    assert_eq!(r.lane.state().dead_letters().unwrap(), vec![]);
+}
+
+#[tokio::test]
+async fn an_append_of_10_lines_uploads_one_segment_and_no_earlier_byte() {
+    let env = env().await;
+    let src = MemorySource::default();
+    src.put("s", "s.jsonl", transcript(0, 500));
+    let mut r = rig(&env, &src);
+    r.drain().await;
+    let before = uploads(&env);
+    let old_len = transcript(0, 500).len() as i64;
+    src.append("s", "s.jsonl", &transcript(500, 10));
+    r.lane
+        .enqueue(&src.file("s", "s.jsonl").unwrap(), Trigger::Terminal)
+        .unwrap();
+    r.lane.tick().await.unwrap();
+    assert_eq!(uploads(&env), before + 1, "one segment");
+    let segs = segments(&env, "s", "s.jsonl", 1).await;
+    assert_eq!(
+        segs.last().map(|s| s.0 as i64),
+        Some(old_len),
+        "from the acked offset"
+    );
+    let len = old_len + transcript(500, 10).len() as i64;
+    assert_eq!(archived(&env, "s", "s.jsonl").await, Some((1, len)));
+    assert!(r.lane.figures().compressed_bytes > 0);
+}
+
+#[tokio::test]
+async fn a_transcript_rewritten_in_place_is_archived_again_as_a_new_generation() {
+    let env = env().await;
+    let src = MemorySource::default();
+    src.put("s", "f.jsonl", transcript(0, 100));
+    let mut r = rig(&env, &src);
+    r.drain().await;
+    let mut rewritten = transcript(0, 100);
+    rewritten[10] = b'Z';
+    rewritten.extend_from_slice(&transcript(100, 5));
+    src.put("s", "f.jsonl", rewritten.clone());
+    r.lane
+        .enqueue(&src.file("s", "f.jsonl").unwrap(), Trigger::Terminal)
+        .unwrap();
+    r.drain().await;
+    assert_eq!(
+        archived(&env, "s", "f.jsonl").await,
+        Some((2, rewritten.len() as i64))
+    );
+    assert_eq!(
+        segments(&env, "s", "f.jsonl", 2).await,
+        staged(&src, "s", "f.jsonl")
+    );
+}
+
+#[tokio::test]
+async fn a_client_that_lost_its_state_takes_the_servers_and_sends_nothing_again() {
+    let env = env().await;
+    let src = MemorySource::default();
+    src.put("s", "f.jsonl", transcript(0, 50));
+    let mut r = rig(&env, &src);
+    r.drain().await;
+    // Forget the client's copy: the server's state is the truth, nothing is sent again.
+    drop(r);
+    for f in ["state.db", "state.db-wal", "state.db-shm"] {
+        let _ = std::fs::remove_file(env.dir.0.join(f));
+    }
+    let before = uploads(&env);
+    let mut again = rig(&env, &src);
+    again.drain().await;
+    assert_eq!(uploads(&env), before, "no segment re-sent");
+    assert_eq!(
+        again
+            .src
+            .len_of(&src.file("s", "f.jsonl").unwrap())
+            .unwrap(),
+        Some(transcript(0, 50).len() as u64)
+    );
+}
+
+#[tokio::test]
+async fn a_revoked_token_pauses_the_transcript_lane_without_counting() {
+    let env = env().await;
+    let src = MemorySource::default();
+    src.put("s", "f.jsonl", transcript(0, 20));
+    provision::revoke_device_token(&env.db.pool, env.token_id)
+        .await
+        .unwrap();
+    let mut r = rig(&env, &src);
+    for _ in 0..40 {
+        r.lane.tick().await.unwrap();
+        r.clock.advance(Duration::from_secs(31));
+    }
+    assert_eq!(r.lane.status(), TranscriptStatus::Paused);
+    assert!(r.lane.state().dead_letters().unwrap().is_empty());
+    let fresh = provision::issue_device_token(&env.db.pool, env.user, None)
+        .await
+        .unwrap();
+    r.lane.api().token().set(Some(fresh.token));
+    r.clock.advance(Duration::from_secs(31));
+    r.drain().await;
+    assert_eq!(r.lane.status(), TranscriptStatus::Running);
+    assert_eq!(
+        archived(&env, "s", "f.jsonl").await,
+        Some((1, transcript(0, 20).len() as i64))
+    );
+}
+
+#[tokio::test]
+async fn a_server_without_the_transcript_lane_leaves_the_client_idle() {
+    let env = env().await;
+    env.server.advertise_gzip(false); // a hello-ack without capabilities
+    let src = MemorySource::default();
+    src.put("s", "f.jsonl", transcript(0, 5));
+    let mut r = rig(&env, &src);
+    for _ in 0..5 {
+        r.lane.tick().await.unwrap();
+        r.clock.advance(Duration::from_secs(1));
+    }
+    assert_eq!(r.lane.status(), TranscriptStatus::Idle);
+    assert_eq!(env.server.hellos(), 1, "asked once, not at every tick");
+    assert!(
+        env.server
+            .seen()
+            .iter()
+            .all(|s| !s.path.contains("/transcripts")),
+        "nothing sent"
+    );
+}
+
+#[tokio::test]
+async fn the_archive_reads_back_byte_identical_to_the_clients_redacted_staging() {
+    let env = env().await;
+    let src = MemorySource::default();
+    let bytes = transcript(0, 300);
+    src.put("s", "f.jsonl", bytes.clone());
+    let mut r = rig(&env, &src);
+    r.drain().await;
+    // A read token for the org (stored as its SHA-256, as the CLI issues it).
+    let token = format!("spr_{}", hex::encode([7u8; 32]));
+    sqlx::query("INSERT INTO read_tokens (token_hash, org_id) VALUES ($1, $2)")
+        .bind(Sha256::digest(token.as_bytes()).to_vec())
+        .bind(env.org)
+        .execute(&env.db.pool)
+        .await
+        .unwrap();
+    let redactor = Redactor::new();
+    let want: Vec<String> = bytes
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            redactor
+                .redact_line(std::str::from_utf8(l).unwrap())
+                .text
+                .into_owned()
+        })
+        .collect();
+    let mut got = Vec::new();
+    let mut cursor: Option<String> = None;
+    let http = reqwest::Client::new();
+    loop {
+        let mut url = format!(
+            "{}/api/agent-sessions/transcripts/lines?computeTargetId={TARGET}&sessionId=s&fileId=f.jsonl&limit=500",
+            env.server.url()
+        );
+        if let Some(c) = &cursor {
+            url.push_str(&format!("&cursor={c}"));
+        }
+        let v: serde_json::Value = http
+            .get(url)
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let data = &v["data"];
+        for l in data["lines"].as_array().unwrap_or(&Vec::new()) {
+            got.push(l.as_str().unwrap().to_owned());
+        }
+        match data["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(got, want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_pushes_a_directory_and_a_terminal_hook_flushes_an_append() {
+    let env = env().await;
+    let dir = env.dir.0.join("transcripts");
+    std::fs::create_dir_all(dir.join("s-2")).unwrap();
+    std::fs::write(dir.join("s-1.jsonl"), transcript(0, 200)).unwrap();
+    std::fs::write(dir.join("s-2/main.jsonl"), transcript(0, 20)).unwrap();
+    let bin = syncplane_tests::processes::workspace_bin("syncplane-agent");
+    let run = |args: Vec<String>| {
+        let mut cmd = std::process::Command::new(&bin);
+        cmd.args(args)
+            .args([
+                "--url",
+                &env.server.url(),
+                "--target",
+                TARGET,
+                "--tick-ms",
+                "50",
+            ])
+            .env_clear()
+            .env("SYNCPLANE_AGENT_TOKEN", &env.token)
+            .stdin(std::process::Stdio::null());
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+    };
+    let d = dir.to_string_lossy().into_owned();
+    let out = run(vec![
+        "transcripts".into(),
+        "push".into(),
+        "--dir".into(),
+        d.clone(),
+    ])
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["deadLetters"], 0);
+    assert_eq!(
+        archived(&env, "s-1", "s-1.jsonl").await,
+        Some((1, transcript(0, 200).len() as i64))
+    );
+    assert_eq!(
+        archived(&env, "s-2", "main.jsonl").await,
+        Some((1, transcript(0, 20).len() as i64))
+    );
+    // An activity hook only marks the file; a terminal one flushes it.
+    let mut grown = transcript(0, 20);
+    grown.extend_from_slice(&transcript(20, 10));
+    std::fs::write(dir.join("s-2/main.jsonl"), &grown).unwrap();
+    let file = dir.join("s-2/main.jsonl").to_string_lossy().into_owned();
+    let hook = |event: &str| {
+        vec![
+            "hook".into(),
+            event.into(),
+            "--session".into(),
+            "s-2".into(),
+            "--file".into(),
+            file.clone(),
+            "--dir".into(),
+            d.clone(),
+        ]
+    };
+    let out = run(hook("post-tool-use")).await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        archived(&env, "s-2", "main.jsonl").await,
+        Some((1, transcript(0, 20).len() as i64)),
+        "debounced"
+    );
+    let out = run(hook("stop")).await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        archived(&env, "s-2", "main.jsonl").await,
+        Some((1, grown.len() as i64))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_exits_4_when_the_server_has_no_transcript_lane() {
+    let env = env().await;
+    env.server.advertise_gzip(false); // a hello-ack without capabilities
+    let dir = env.dir.0.join("transcripts");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("s-1.jsonl"), transcript(0, 3)).unwrap();
+    let mut cmd =
+        std::process::Command::new(syncplane_tests::processes::workspace_bin("syncplane-agent"));
+    cmd.args(["transcripts", "push", "--dir"])
+        .arg(&dir)
+        .args(["--url", &env.server.url(), "--target", TARGET])
+        .env_clear()
+        .env("SYNCPLANE_AGENT_TOKEN", &env.token)
+        .stdin(std::process::Stdio::null());
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no transcript lane"));
+}
