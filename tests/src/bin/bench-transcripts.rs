@@ -250,12 +250,13 @@ async fn start_server() -> (TestDb, IngestServer, String) {
     let token = syncplane_tests::provisioned::device_on_target(&db.pool, TARGET)
         .await
         .token;
-    let server = IngestServer::start(IngestState {
-        pool: db.pool.clone(),
-        rate_limit_per_minute: 1_000_000,
-        admission: shared::ingest::Admission::unlimited(),
-    })
-    .await;
+    let mut state: IngestState = syncplane_tests::transcripts::direct_state(
+        &db.pool,
+        &syncplane_tests::transcripts::temp_dir(),
+    );
+    // The bench measures the lane, not the server's per-target intent limit.
+    state.transcripts.rate_limit_per_minute = 1_000_000;
+    let server = IngestServer::start(state).await;
     (db, server, token)
 }
 
