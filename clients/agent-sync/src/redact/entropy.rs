@@ -88,20 +88,19 @@ fn placeholder(value: &str) -> bool {
         || value.contains("{{")
 }
 
-/// A URL's password: anything but a placeholder, a variable, or stars.
+/// A URL's password: anything but a placeholder (`[:password]`, `:pass@`), a variable, or stars.
 fn url_password(value: &str) -> bool {
     let lower = value.to_ascii_lowercase();
     !(placeholder(value)
         || value.bytes().all(|b| b == b'*' || b == b'x' || b == b'X')
-        || matches!(
-            lower.as_str(),
-            "pass" | "password" | "passwd" | "pwd" | "secret" | "token" | "user"
-        ))
+        || ["pass", "pwd", "secret", "token", "user"].contains(&lower.as_str())
+        || lower.contains("password")
+        || lower.contains("passwd"))
 }
 
 /// A value assigned to a secret-looking name is a secret when it is long enough, mixes letters
 /// and digits, is random enough for its length, and is neither a placeholder, a reference
-/// (`$VAR`, `${VAR}`, a path, a URL) nor an identifier (`prod_db_password_v2`, `config.token2`).
+/// (`$VAR`, `${VAR}`, a path, a URL, an AWS ARN) nor an identifier (`prod_db_password_v2`, `config.token2`).
 pub(super) fn generic_value(value: &str) -> bool {
     let c = classes(value);
     if value.len() < 8 || !c.digit || !(c.upper || c.lower) {
@@ -112,7 +111,10 @@ pub(super) fn generic_value(value: &str) -> bool {
     if shannon(value) < floor {
         return false;
     }
-    if placeholder(value) || value.starts_with(['@', '.', '/', '~', '-']) || value.contains("://") {
+    let reference = value.starts_with(['@', '.', '/', '~', '-'])
+        || value.contains("://")
+        || value.starts_with("arn:");
+    if placeholder(value) || reference {
         return false;
     }
     !identifier(value)

@@ -126,37 +126,38 @@ const TWILIO_KW: &[Kw] = &[
 
 /// The rules, highest priority first (at most 64: candidates are a bit set).
 pub(super) const RULES: &[Rule] = &[
-    // A PEM block, with its END line; a block cut short loses everything up to the end of its body.
+    // A PEM block, with its END line (headers and base64 between); a block cut short loses its body
+    // (a header alone, named in prose, is no key).
     rule(
         PRIVATE_KEY,
-        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[\s\S]*?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|[A-Za-z0-9+/=\s\\,:-]*)",
+        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[A-Za-z0-9+/=\s\\,:.-]*?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|(?:\s|\\[nr])*[A-Za-z0-9+/=]{16,}[A-Za-z0-9+/=\s\\,:-]*)",
         &[Plain("PRIVATE KEY")],
     ),
     rule(
         "jwt",
-        r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+        r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
         &[Token("eyJ")],
     ),
     rule(
         "anthropic-api-key",
-        r"\bsk-ant-[A-Za-z0-9_-]{20,}",
+        r"(?-u:\b)sk-ant-[A-Za-z0-9_-]{20,}",
         &[Token("sk-ant-")],
     ),
     rule(
         "openrouter-api-key",
-        r"\bsk-or-v1-[A-Za-z0-9]{32,}",
+        r"(?-u:\b)sk-or-v1-[A-Za-z0-9]{32,}",
         &[Token("sk-or-v1-")],
     ),
     rule(
         "openai-api-key",
-        r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+        r"(?-u:\b)sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
         &[Token("sk-")],
     )
     .entropy(3.5)
     .check(Check::TwoClasses),
     rule(
         "github-token",
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})",
+        r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
         &[
             Token("ghp_"),
             Token("gho_"),
@@ -168,7 +169,7 @@ pub(super) const RULES: &[Rule] = &[
     ),
     rule(
         "gitlab-token",
-        r"\bgl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}",
+        r"(?-u:\b)gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}",
         &[
             Token("glpat-"),
             Token("gldt-"),
@@ -178,7 +179,7 @@ pub(super) const RULES: &[Rule] = &[
     ),
     rule(
         "stripe-key",
-        r"\b(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}|whsec_[A-Za-z0-9+/=]{24,})",
+        r"(?-u:\b)(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}|whsec_[A-Za-z0-9+/=]{24,})",
         &[
             Token("sk_live_"),
             Token("rk_live_"),
@@ -189,7 +190,7 @@ pub(super) const RULES: &[Rule] = &[
     ),
     rule(
         "slack-token",
-        r"\bxox[abprs]-[A-Za-z0-9-]{10,}",
+        r"(?-u:\b)xox[abprs]-[A-Za-z0-9-]{10,}",
         &[
             Token("xoxa-"),
             Token("xoxb-"),
@@ -200,36 +201,45 @@ pub(super) const RULES: &[Rule] = &[
     ),
     rule(
         "google-api-key",
-        r"\bAIza[0-9A-Za-z_-]{35}",
+        r"(?-u:\b)AIza[0-9A-Za-z_-]{35}",
         &[Token("AIza")],
     )
     .check(Check::EndsToken),
-    rule("twilio-key", r"\b(?:AC|SK)[0-9a-f]{32}\b", TWILIO_KW),
+    rule(
+        "twilio-key",
+        r"(?-u:\b)(?:AC|SK)[0-9a-f]{32}(?-u:\b)",
+        TWILIO_KW,
+    ),
     rule(
         "sendgrid-api-key",
-        r"\bSG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}",
+        r"(?-u:\b)SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}",
         &[Token("SG.")],
     ),
     rule(
         "supabase-token",
-        r"\b(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,})",
+        r"(?-u:\b)(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,})",
         &[Token("sbp_"), Token("sb_secret_")],
     ),
     rule(
         "telegram-bot-token",
-        r"\b[0-9]{8,10}:AA[A-Za-z0-9_-]{33}",
+        r"(?-u:\b)[0-9]{8,10}:AA[A-Za-z0-9_-]{33}",
         &[Plain(":AA")],
     )
     .check(Check::EndsToken),
-    rule("npm-token", r"\bnpm_[A-Za-z0-9]{36}", &[Token("npm_")]).check(Check::EndsToken),
+    rule(
+        "npm-token",
+        r"(?-u:\b)npm_[A-Za-z0-9]{36}",
+        &[Token("npm_")],
+    )
+    .check(Check::EndsToken),
     rule(
         "pypi-token",
-        r"\bpypi-AgE[A-Za-z0-9_-]{50,}",
+        r"(?-u:\b)pypi-AgE[A-Za-z0-9_-]{50,}",
         &[Token("pypi-AgE")],
     ),
     rule(
         "aws-access-key-id",
-        r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b",
+        r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?-u:\b)",
         &[
             Token("AKIA"),
             Token("ASIA"),
@@ -257,20 +267,20 @@ pub(super) const RULES: &[Rule] = &[
     // scheme://user:password@host: the password goes.
     rule(
         "url-credentials",
-        r#"\b[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/?#@"'<>\\]{0,128}:([^\s/?#@"'<>\\]{1,256})@"#,
+        r#"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/?#@"'<>\\]*:([^\s/?#@"'<>\\]+)@"#,
         &[Plain("://")],
     )
     .group(1)
     .check(Check::UrlPassword),
     rule(
         "basic-auth",
-        r#"(?i)authorization\\*["']?\s*[:=]\s*\\*["']?basic\s+([A-Za-z0-9+/]{8,}={0,2})"#,
+        r#"(?i)authorization\\*["'\]]*\s*[:=]\s*\\*["']?basic\s+([A-Za-z0-9+/]{8,}={0,2})"#,
         &[Word("basic")],
     )
     .group(1),
     rule(
         "bearer-token",
-        r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{16,})",
+        r"(?i)(?-u:\b)bearer\s+([A-Za-z0-9._~+/=-]{16,})",
         &[Word("bearer")],
     )
     .group(1)
@@ -280,12 +290,13 @@ pub(super) const RULES: &[Rule] = &[
     rule(
         GENERIC_SECRET,
         concat!(
-            r#"(?i)\b"#,
+            r#"(?i)(?-u:\b)"#,
             secret_name!(),
-            r#"\\*["']?\s*(?::=|=>|=|:)\s*\\*["']?([!#$%&*+\-./0-9:=?@A-Z^_a-z|~]{8,256})"#
+            r#"\\*["']?\s*(?::=|=>|=|:)\s*\\*["']?([!#$%&*+\-./0-9:=?@A-Z^_a-z|~]{8,})"#
         ),
         &[
-            Word("pass"),
+            Word("passw"),
+            Word("passphrase"),
             Word("pwd"),
             Word("secret"),
             Word("apikey"),

@@ -270,6 +270,7 @@ fn a_weak_password_in_prose_passes_and_a_random_one_is_redacted() {
         "password = os.environ[\"DB_PASSWORD\"]",
         "secretsmanager:GetSecretValue on arn:aws:secretsmanager:eu-west-1:123456789012:secret:x",
         "token: nextPageToken2",
+        "\"ServiceToken\": \"arn:aws:lambda:us-east-1:123456789012:function:Migrate\"",
     ] {
         let line = line_with(ordinary, 0);
         assert_eq!(
