@@ -12,6 +12,7 @@ pub mod openapi;
 pub mod pg_proxy;
 pub mod processes;
 pub mod provisioned;
+pub mod redaction_corpus;
 pub mod rows;
 pub mod s3;
 pub mod search_plan;

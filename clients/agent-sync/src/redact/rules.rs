@@ -1,0 +1,314 @@
+//! The ruleset: one entry per kind of secret, each with an id (the placeholder names it), a
+//! pattern, the keywords one of which every match contains (the prefilter: a string without any
+//! of them never reaches a regex), the capture group that holds the secret itself (0: the whole
+//! match), an optional entropy floor and a check on what was captured.
+//!
+//! Order is priority: where two rules match overlapping text the earlier names the placeholder
+//! (an Anthropic key is also shaped like an OpenAI one; a JWT behind `Bearer` is a JWT).
+
+/// A prefilter keyword.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Kw {
+    /// Case-sensitive, and must start a token (the byte before it is not `[A-Za-z0-9_]`): the
+    /// fixed prefix of a vendor's token.
+    Token(&'static str),
+    /// Case-sensitive, anywhere.
+    Plain(&'static str),
+    /// ASCII case-insensitive, anywhere: a context word.
+    Word(&'static str),
+}
+
+/// What the captured secret must also satisfy (beyond the pattern and the entropy floor).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Check {
+    None,
+    /// The byte after the secret is not `[A-Za-z0-9_-]` (the token is not part of a longer one).
+    EndsToken,
+    /// Upper- and lowercase letters both present (a base64 secret, not a hex digest).
+    UpperAndLower,
+    /// At least two of: uppercase, lowercase, digit (a random token, not a word-ish slug).
+    TwoClasses,
+    /// A letter and a digit both present.
+    LetterAndDigit,
+    /// A URL's password that is not a placeholder or a variable reference.
+    UrlPassword,
+    /// A value assigned to a secret-looking name: see [`super::entropy::generic_value`].
+    Generic,
+}
+
+#[derive(Debug)]
+pub(super) struct Rule {
+    pub id: &'static str,
+    pub pattern: &'static str,
+    pub keywords: &'static [Kw],
+    pub group: usize,
+    pub entropy: Option<f64>,
+    pub check: Check,
+}
+
+const fn rule(id: &'static str, pattern: &'static str, keywords: &'static [Kw]) -> Rule {
+    Rule {
+        id,
+        pattern,
+        keywords,
+        group: 0,
+        entropy: None,
+        check: Check::None,
+    }
+}
+
+impl Rule {
+    const fn group(mut self, group: usize) -> Self {
+        self.group = group;
+        self
+    }
+    const fn entropy(mut self, floor: f64) -> Self {
+        self.entropy = Some(floor);
+        self
+    }
+    const fn check(mut self, check: Check) -> Self {
+        self.check = check;
+        self
+    }
+}
+
+use Kw::{Plain, Token, Word};
+
+pub(super) const PRIVATE_KEY: &str = "private-key";
+pub(super) const GCP_SERVICE_ACCOUNT: &str = "gcp-service-account";
+pub(super) const GENERIC_SECRET: &str = "generic-secret";
+
+/// The secret-looking names of the generic rule (an assignment's left side, a JSON object's key),
+/// shared by [`RULES`]'s last pattern and [`KEY_NAME`].
+macro_rules! secret_name {
+    () => {
+        r"[a-z0-9_.-]{0,40}?(?:password|passwd|passphrase|pwd|secret|api[_-]?key|apikey|access[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token|credentials?)(?:[_-]?(?:key|value|token|secret|str|string))?"
+    };
+}
+
+/// A JSON object key that names a secret: its string value is checked as a whole.
+pub(super) const KEY_NAME: &str = concat!(r"(?i)^", secret_name!(), "$");
+
+const TWILIO_KW: &[Kw] = &[
+    Token("AC0"),
+    Token("AC1"),
+    Token("AC2"),
+    Token("AC3"),
+    Token("AC4"),
+    Token("AC5"),
+    Token("AC6"),
+    Token("AC7"),
+    Token("AC8"),
+    Token("AC9"),
+    Token("ACa"),
+    Token("ACb"),
+    Token("ACc"),
+    Token("ACd"),
+    Token("ACe"),
+    Token("ACf"),
+    Token("SK0"),
+    Token("SK1"),
+    Token("SK2"),
+    Token("SK3"),
+    Token("SK4"),
+    Token("SK5"),
+    Token("SK6"),
+    Token("SK7"),
+    Token("SK8"),
+    Token("SK9"),
+    Token("SKa"),
+    Token("SKb"),
+    Token("SKc"),
+    Token("SKd"),
+    Token("SKe"),
+    Token("SKf"),
+];
+
+/// The rules, highest priority first (at most 64: candidates are a bit set).
+pub(super) const RULES: &[Rule] = &[
+    // A PEM block, with its END line (headers and base64 between); a block cut short loses its body
+    // (a header alone, named in prose, is no key).
+    rule(
+        PRIVATE_KEY,
+        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[A-Za-z0-9+/=\s\\,:.-]*?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|(?:\s|\\[nr])*[A-Za-z0-9+/=]{16,}[A-Za-z0-9+/=\s\\,:-]*)",
+        &[Plain("PRIVATE KEY")],
+    ),
+    rule(
+        "jwt",
+        r"(?-u:\b)eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
+        &[Token("eyJ")],
+    ),
+    rule(
+        "anthropic-api-key",
+        r"(?-u:\b)sk-ant-[A-Za-z0-9_-]{20,}",
+        &[Token("sk-ant-")],
+    ),
+    rule(
+        "openrouter-api-key",
+        r"(?-u:\b)sk-or-v1-[A-Za-z0-9]{32,}",
+        &[Token("sk-or-v1-")],
+    ),
+    rule(
+        "openai-api-key",
+        r"(?-u:\b)sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}",
+        &[Token("sk-")],
+    )
+    .entropy(3.5)
+    .check(Check::TwoClasses),
+    rule(
+        "github-token",
+        r"(?-u:\b)(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        &[
+            Token("ghp_"),
+            Token("gho_"),
+            Token("ghu_"),
+            Token("ghs_"),
+            Token("ghr_"),
+            Token("github_pat_"),
+        ],
+    ),
+    rule(
+        "gitlab-token",
+        r"(?-u:\b)gl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}",
+        &[
+            Token("glpat-"),
+            Token("gldt-"),
+            Token("glrt-"),
+            Token("glptt-"),
+        ],
+    ),
+    rule(
+        "stripe-key",
+        r"(?-u:\b)(?:(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{20,}|whsec_[A-Za-z0-9+/=]{24,})",
+        &[
+            Token("sk_live_"),
+            Token("rk_live_"),
+            Token("sk_test_"),
+            Token("rk_test_"),
+            Token("whsec_"),
+        ],
+    ),
+    rule(
+        "slack-token",
+        r"(?-u:\b)xox[abprs]-[A-Za-z0-9-]{10,}",
+        &[
+            Token("xoxa-"),
+            Token("xoxb-"),
+            Token("xoxp-"),
+            Token("xoxr-"),
+            Token("xoxs-"),
+        ],
+    ),
+    rule(
+        "google-api-key",
+        r"(?-u:\b)AIza[0-9A-Za-z_-]{35}",
+        &[Token("AIza")],
+    )
+    .check(Check::EndsToken),
+    rule(
+        "twilio-key",
+        r"(?-u:\b)(?:AC|SK)[0-9a-f]{32}(?-u:\b)",
+        TWILIO_KW,
+    ),
+    rule(
+        "sendgrid-api-key",
+        r"(?-u:\b)SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}",
+        &[Token("SG.")],
+    ),
+    rule(
+        "supabase-token",
+        r"(?-u:\b)(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,})",
+        &[Token("sbp_"), Token("sb_secret_")],
+    ),
+    rule(
+        "telegram-bot-token",
+        r"(?-u:\b)[0-9]{8,10}:AA[A-Za-z0-9_-]{33}",
+        &[Plain(":AA")],
+    )
+    .check(Check::EndsToken),
+    rule(
+        "npm-token",
+        r"(?-u:\b)npm_[A-Za-z0-9]{36}",
+        &[Token("npm_")],
+    )
+    .check(Check::EndsToken),
+    rule(
+        "pypi-token",
+        r"(?-u:\b)pypi-AgE[A-Za-z0-9_-]{50,}",
+        &[Token("pypi-AgE")],
+    ),
+    rule(
+        "aws-access-key-id",
+        r"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?-u:\b)",
+        &[
+            Token("AKIA"),
+            Token("ASIA"),
+            Token("ABIA"),
+            Token("ACCA"),
+            Token("A3T"),
+        ],
+    ),
+    // 40 characters of base64, near "aws" or "secret", alone (not cut from a longer run).
+    rule(
+        "aws-secret-access-key",
+        r"(?i:aws|secret)[^\n]{0,48}?[^A-Za-z0-9/+]([A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)",
+        &[Word("aws"), Word("secret")],
+    )
+    .group(1)
+    .entropy(4.3)
+    .check(Check::UpperAndLower),
+    // A service-account document's key id (its private_key is a PEM block: the rule above).
+    rule(
+        GCP_SERVICE_ACCOUNT,
+        r#"\\*"private_key_id\\*"\s*:\s*\\*"([A-Za-z0-9]{16,})"#,
+        &[Plain("private_key_id")],
+    )
+    .group(1),
+    // scheme://user:password@host: the password goes.
+    rule(
+        "url-credentials",
+        r#"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/?#@"'<>\\]*:([^\s/?#@"'<>\\]+)@"#,
+        &[Plain("://")],
+    )
+    .group(1)
+    .check(Check::UrlPassword),
+    rule(
+        "basic-auth",
+        r#"(?i)authorization\\*["'\]]*\s*[:=]\s*\\*["']?basic\s+([A-Za-z0-9+/]{8,}={0,2})"#,
+        &[Word("basic")],
+    )
+    .group(1),
+    rule(
+        "bearer-token",
+        r"(?i)(?-u:\b)bearer\s+([A-Za-z0-9._~+/=-]{16,})",
+        &[Word("bearer")],
+    )
+    .group(1)
+    .entropy(3.0)
+    .check(Check::LetterAndDigit),
+    // name = value, name: value, "name": "value", name => value (value alone goes).
+    rule(
+        GENERIC_SECRET,
+        concat!(
+            r#"(?i)(?-u:\b)"#,
+            secret_name!(),
+            r#"\\*["']?\s*(?::=|=>|=|:)\s*\\*["']?([!#$%&*+\-./0-9:=?@A-Z^_a-z|~]{8,})"#
+        ),
+        &[
+            Word("passw"),
+            Word("passphrase"),
+            Word("pwd"),
+            Word("secret"),
+            Word("apikey"),
+            Word("api_key"),
+            Word("api-key"),
+            Word("accesskey"),
+            Word("access_key"),
+            Word("access-key"),
+            Word("token"),
+            Word("credential"),
+        ],
+    )
+    .group(1)
+    .check(Check::Generic),
+];
