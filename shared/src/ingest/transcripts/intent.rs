@@ -12,9 +12,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgPool;
 use syncplane_contract::transcripts::{MAX_INTENT_BODY_BYTES, valid_file_id};
-use syncplane_contract::{
-    MAX_SAFE_INTEGER, RATE_LIMITED_RETRY_AFTER_MAX_SECS, RATE_LIMITED_RETRY_AFTER_MIN_SECS, chars,
-};
+use syncplane_contract::{MAX_SAFE_INTEGER, chars};
 
 use super::{archive_failure, check_policy_and_gate, store_failure};
 use crate::archive::files::{self, FileName, NewUpload};
@@ -24,7 +22,8 @@ use crate::archive::store::UploadSpec;
 use crate::http::{FORWARDED_PREFIX, body_bytes, header, route_path};
 use crate::ingest::IngestState;
 use crate::ingest::auth;
-use crate::ingest::error::{IngestError, db_failure};
+use crate::ingest::error::IngestError;
+use crate::ingest::rate_limit::{self, Window};
 use crate::ingest::strict_json::{self, Checked};
 
 /// The intent's body as sent (unknown fields ignored: a newer client may send more).
@@ -283,33 +282,9 @@ fn sha256_of(hex_digits: &str) -> Option<[u8; 32]> {
     Some(out)
 }
 
-/// Count this intent in the target's current minute on `transcript_rate_limits` (the metadata
-/// lane's batches are counted apart); 429 with the seconds left when over `limit`.
+/// Count this intent in the target's current minute, apart from the metadata lane's batches.
 async fn rate_limit(pool: &PgPool, target: &str, limit: u32) -> Result<(), IngestError> {
-    let (count, secs_left): (i32, f64) = sqlx::query_as(
-        "WITH expired AS (
-             DELETE FROM transcript_rate_limits
-              WHERE compute_target_id = $1 AND window_start < date_trunc('minute', now())
-         )
-         INSERT INTO transcript_rate_limits AS r (compute_target_id, window_start, requests)
-         VALUES ($1, date_trunc('minute', now()), 1)
-         ON CONFLICT (compute_target_id, window_start)
-         DO UPDATE SET requests = r.requests + 1
-         RETURNING r.requests,
-                   extract(epoch FROM r.window_start + interval '1 minute' - now())::float8",
-    )
-    .bind(target)
-    .fetch_one(pool)
-    .await
-    .map_err(db_failure("transcript rate limit"))?;
-    if i64::from(count) > i64::from(limit) {
-        let retry_after_secs = secs_left.ceil().clamp(
-            RATE_LIMITED_RETRY_AFTER_MIN_SECS as f64,
-            RATE_LIMITED_RETRY_AFTER_MAX_SECS as f64,
-        ) as u64;
-        return Err(IngestError::RateLimited { retry_after_secs });
-    }
-    Ok(())
+    rate_limit::check_window(pool, Window::TranscriptIntents, target, limit).await
 }
 
 #[cfg(test)]
