@@ -8,6 +8,7 @@ pub mod cli;
 pub mod db;
 pub mod fake_github;
 pub mod imports;
+pub mod lane_proxy;
 pub mod openapi;
 pub mod pg_proxy;
 pub mod processes;

@@ -104,6 +104,9 @@ impl State {
     }
 
     fn with(db: Connection, identity: &str, target: &str) -> Result<Self, StateError> {
+        // The transcript lane may write the same file from another process: wait for its lock
+        // instead of failing a write at once (as the transcript lane's state does).
+        db.busy_timeout(std::time::Duration::from_secs(5))?;
         db.execute_batch(SCHEMA)?;
         let mut s = Self { db };
         s.bind(identity, target)?;

@@ -8,6 +8,7 @@ mod cli;
 mod crash;
 mod dead_letters;
 mod faults;
+mod isolation;
 mod presigned;
 mod redaction;
 mod refusals;
