@@ -7,13 +7,10 @@
 
 use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use syncplane_agent::transcripts::Settings as TranscriptSettings;
 use syncplane_agent::{
-    FakeClock, LocalSession, MemorySource, Settings, TokenHandle, TranscriptLane, TranscriptSource,
-    TranscriptState, TranscriptTransport,
+    FakeClock, LocalSession, MemorySource, Settings, TranscriptLane, TranscriptSource,
 };
 use syncplane_contract::transcripts::path as tpath;
 use syncplane_tests::lane_proxy::{LaneFaultProxy, PathFault};
@@ -63,23 +60,8 @@ struct Tx {
 /// The transcript lane over `src` talking to `url`, its state in the same SQLite file as the
 /// metadata lane's (as the CLI keeps them), on its own fake clock.
 fn transcript_lane(env: &Env, src: &MemorySource, url: &str) -> Tx {
-    let clock = FakeClock::at(1_780_000_000_000);
-    let state = TranscriptState::open(&env.dir.0.join("state.db"), "ada", TARGET).unwrap();
-    let transport =
-        TranscriptTransport::new(url, TokenHandle::new(Some(env.token.clone())), DEADLINE).unwrap();
-    let settings = TranscriptSettings {
-        target_segment_bytes: SEGMENT,
-        ..TranscriptSettings::default()
-    };
-    let lane = TranscriptLane::new(
-        src.clone(),
-        state,
-        transport,
-        Arc::new(clock.clone()),
-        settings,
-        TARGET,
-    )
-    .unwrap();
+    let (lane, clock) =
+        super::support::transcript_lane(&env.dir.0, &env.token, src, url, DEADLINE, SEGMENT);
     Tx { lane, clock }
 }
 

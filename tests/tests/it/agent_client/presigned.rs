@@ -30,10 +30,9 @@ use shared::worker::Worker;
 use shared::worker::s3_events::Archive;
 use syncplane_agent::redact::Redactor;
 use syncplane_agent::transcripts::segment::{Caps, stage};
-use syncplane_agent::transcripts::{Api, Settings, TranscriptStatus};
+use syncplane_agent::transcripts::{Api, TranscriptStatus};
 use syncplane_agent::{
-    FakeClock, MemorySource, TokenHandle, TranscriptLane, TranscriptState, TranscriptTransport,
-    Trigger,
+    FakeClock, MemorySource, TokenHandle, TranscriptLane, TranscriptTransport, Trigger,
 };
 use syncplane_contract::transcripts::path;
 use syncplane_tests::agent_server::IngestServer;
@@ -88,24 +87,7 @@ fn client(
     url: &str,
     deadline: Duration,
 ) -> (TranscriptLane<MemorySource>, FakeClock) {
-    let clock = FakeClock::at(1_780_000_000_000);
-    let state = TranscriptState::open(&env.dir.0.join("state.db"), "ada", TARGET).unwrap();
-    let transport =
-        TranscriptTransport::new(url, TokenHandle::new(Some(env.token.clone())), deadline).unwrap();
-    let settings = Settings {
-        target_segment_bytes: SEGMENT,
-        ..Settings::default()
-    };
-    let lane = TranscriptLane::new(
-        src.clone(),
-        state,
-        transport,
-        Arc::new(clock.clone()),
-        settings,
-        TARGET,
-    )
-    .unwrap();
-    (lane, clock)
+    super::support::transcript_lane(&env.dir.0, &env.token, src, url, deadline, SEGMENT)
 }
 
 async fn drain(lane: &mut TranscriptLane<MemorySource>, clock: &FakeClock) {

@@ -292,3 +292,42 @@ pub fn push_command(
         .stderr(std::process::Stdio::piped());
     cmd
 }
+
+/// A transcript lane over `src` talking to `url` (the server, or a proxy in front of it) with a
+/// JSON deadline of `deadline` and segments of `segment_bytes`, its state in `dir`'s `state.db`
+/// (the metadata lane's file, as the CLI keeps them), on a fake clock of its own.
+pub fn transcript_lane(
+    dir: &std::path::Path,
+    token: &str,
+    src: &syncplane_agent::MemorySource,
+    url: &str,
+    deadline: Duration,
+    segment_bytes: usize,
+) -> (
+    syncplane_agent::TranscriptLane<syncplane_agent::MemorySource>,
+    FakeClock,
+) {
+    let clock = FakeClock::at(1_780_000_000_000);
+    let state = syncplane_agent::TranscriptState::open(&dir.join("state.db"), "ada", TARGET)
+        .expect("transcript state");
+    let transport = syncplane_agent::TranscriptTransport::new(
+        url,
+        TokenHandle::new(Some(token.to_owned())),
+        deadline,
+    )
+    .expect("transcript transport");
+    let settings = syncplane_agent::transcripts::Settings {
+        target_segment_bytes: segment_bytes,
+        ..Default::default()
+    };
+    let lane = syncplane_agent::TranscriptLane::new(
+        src.clone(),
+        state,
+        transport,
+        Arc::new(clock.clone()),
+        settings,
+        TARGET,
+    )
+    .expect("transcript lane");
+    (lane, clock)
+}

@@ -4,18 +4,14 @@
 //! These need the server's transcript routes (the transcript server work); before they are
 //! merged, the hello-ack has no `agentTranscriptUpload` and every test but the idle one fails.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use sha2::{Digest, Sha256};
 use shared::ingest::provision;
 use syncplane_agent::redact::Redactor;
+use syncplane_agent::transcripts::TranscriptStatus;
 use syncplane_agent::transcripts::segment::{Caps, stage};
-use syncplane_agent::transcripts::{Settings, TranscriptStatus};
-use syncplane_agent::{
-    FakeClock, MemorySource, TokenHandle, TranscriptLane, TranscriptSource, TranscriptState,
-    TranscriptTransport, Trigger,
-};
+use syncplane_agent::{FakeClock, MemorySource, TranscriptLane, TranscriptSource, Trigger};
 
 use super::support::*;
 
@@ -29,27 +25,14 @@ struct Rig {
 }
 
 fn rig(env: &Env, src: &MemorySource) -> Rig {
-    let clock = FakeClock::at(1_780_000_000_000);
-    let state = TranscriptState::open(&env.dir.0.join("state.db"), "ada", TARGET).unwrap();
-    let transport = TranscriptTransport::new(
+    let (lane, clock) = super::support::transcript_lane(
+        &env.dir.0,
+        &env.token,
+        src,
         &env.server.url(),
-        TokenHandle::new(Some(env.token.clone())),
         Duration::from_secs(8),
-    )
-    .unwrap();
-    let settings = Settings {
-        target_segment_bytes: SEGMENT,
-        ..Settings::default()
-    };
-    let lane = TranscriptLane::new(
-        src.clone(),
-        state,
-        transport,
-        Arc::new(clock.clone()),
-        settings,
-        TARGET,
-    )
-    .unwrap();
+        SEGMENT,
+    );
     Rig {
         lane,
         src: src.clone(),
