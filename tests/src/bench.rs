@@ -50,6 +50,14 @@ impl Row {
         }
     }
     /// A speed or size target: reported as met or missed.
+    /// The same row, its figure prefixed `"<prefix>: "` (one table of several runs).
+    pub fn prefixed(self, prefix: &str) -> Self {
+        Self {
+            figure: format!("{prefix}: {}", self.figure),
+            ..self
+        }
+    }
+
     pub fn target(figure: &str, value: impl ToString, target: &str, met: bool) -> Self {
         Self {
             hard: false,

@@ -3,7 +3,15 @@
 //!
 //! The parent generates a deterministic corpus (500 JSON Lines transcripts, ≥ 200 MB, one of
 //! them ≥ 50 MB, ordinary text with a planted secret now and then) and serves the real ingest
-//! handler on loopback over a fresh Postgres database (direct transport). The client is the
+//! handler on loopback over a fresh Postgres database, once per transport (issue 20: "arrives
+//! exactly once ... through each transport"):
+//! - **direct**: the intent answers an upload URL on the ingest handler itself, stored in a
+//!   filesystem store;
+//! - **presigned**: the store is a bucket of its own on the S3 emulator (moto on loopback,
+//!   `scripts/services.sh`), the intent answers a presigned PUT and the client sends the bytes
+//!   straight to the bucket; `complete` verifies the stored object's size and checksum.
+//!
+//! Each transport starts from a fresh database and a fresh client state. The client is the
 //! `syncplane-agent` CLI, run as a child process (built with the same profile as this binary:
 //! `cargo build --profile perf -p syncplane-agent`), so its CPU time and peak RSS (getrusage of
 //! the waited children) are the client's alone.
@@ -18,12 +26,14 @@
 //! 3. SIGKILL: a copy of the 50 MB file pushed, the client killed after its first segments, then
 //!    pushed again: segments sent twice ≤ 1.
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-transcripts [-- files total_mb big_mb]`
+//! `cargo run --profile perf -p syncplane-tests --bin bench-transcripts [-- files total_mb big_mb]
+//! [--transport direct|presigned|both]` (default both).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use shared::archive::store::Store;
 use shared::ingest::IngestState;
 use syncplane_agent::redact::Redactor;
 use syncplane_agent::transcripts::segment::{Caps, stage};
@@ -245,26 +255,59 @@ fn zstd_size(bytes: &[u8]) -> u64 {
         .map_or(0, |s| s.compressed.len() as u64)
 }
 
-async fn start_server() -> (TestDb, IngestServer, String) {
+/// The two transports of the lane (docs/transcript-wire-contract.md "Transports").
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Transport {
+    Direct,
+    Presigned,
+}
+
+impl Transport {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Direct => "direct",
+            Self::Presigned => "presigned",
+        }
+    }
+}
+
+/// The ingest handler on a fresh database with `transport`; the temporary directory of a
+/// direct store (removed by the caller).
+async fn start_server(transport: Transport) -> (TestDb, IngestServer, String, Option<PathBuf>) {
     let db = TestDb::new().await;
     let token = syncplane_tests::provisioned::device_on_target(&db.pool, TARGET)
         .await
         .token;
-    let mut state: IngestState = syncplane_tests::transcripts::direct_state(
-        &db.pool,
-        &syncplane_tests::transcripts::temp_dir(),
-    );
+    let store_dir = syncplane_tests::transcripts::temp_dir();
+    let mut state: IngestState = syncplane_tests::transcripts::direct_state(&db.pool, &store_dir);
+    let store_dir = match transport {
+        Transport::Direct => Some(store_dir),
+        Transport::Presigned => {
+            let _ = std::fs::remove_dir_all(&store_dir);
+            state.transcripts.store = Store::S3(syncplane_tests::s3::bucket().await);
+            None
+        }
+    };
     // The bench measures the lane, not the server's per-target intent limit.
     state.transcripts.rate_limit_per_minute = 1_000_000;
     let server = IngestServer::start(state).await;
-    (db, server, token)
+    (db, server, token, store_dir)
 }
 
+/// Segments sent: bodies the handler stored (direct), or presigned URLs handed out (each one
+/// PUT straight to the bucket; the handler never sees it).
 fn uploads(server: &IngestServer) -> usize {
+    let presigned = server.seen().iter().all(|s| s.method != "PUT");
     server
         .seen()
         .iter()
-        .filter(|s| s.method == "PUT" && s.status == 200)
+        .filter(|s| {
+            if presigned {
+                s.method == "POST" && s.path.ends_with("/transcripts/intent") && s.status == 200
+            } else {
+                s.method == "PUT" && s.status == 200
+            }
+        })
         .count()
 }
 
@@ -469,12 +512,68 @@ async fn sigkill(dir: &Path, db: &TestDb, server: &IngestServer, token: &str) ->
     ]
 }
 
+/// The transports asked for (`--transport direct|presigned|both`, default both).
+fn transports(args: &[String]) -> Vec<Transport> {
+    let asked = args
+        .iter()
+        .position(|a| a == "--transport")
+        .and_then(|i| args.get(i + 1))
+        .map_or("both", String::as_str);
+    match asked {
+        "direct" => vec![Transport::Direct],
+        "presigned" => vec![Transport::Presigned],
+        "both" => vec![Transport::Direct, Transport::Presigned],
+        other => {
+            eprintln!("--transport {other}: expected direct, presigned or both");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// Forget what the client acknowledged (its state databases), so the next transport starts
+/// from nothing; the SIGKILL step's copy is written again.
+fn fresh_client(dir: &Path) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".syncplane-agent.db")
+        {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    let _ = std::fs::remove_dir_all(dir.with_extension("kill"));
+}
+
+/// Backfill, append and SIGKILL through one transport, its rows named after it.
+async fn through(transport: Transport, dir: &Path) -> Vec<Row> {
+    fresh_client(dir);
+    let total = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum();
+    let (db, server, token, store_dir) = start_server(transport).await;
+    let mut rows = backfill(dir, total, &db, &server, &token).await;
+    rows.extend(append(dir, &db, &server, &token).await);
+    rows.extend(sigkill(dir, &db, &server, &token).await);
+    drop((server, db));
+    if let Some(d) = store_dir {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    rows.into_iter()
+        .map(|r| r.prefixed(transport.name()))
+        .collect()
+}
+
 #[tokio::main]
 async fn main() {
-    let args: Vec<u64> = std::env::args()
-        .skip(1)
-        .filter_map(|a| a.parse().ok())
-        .collect();
+    let raw: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<u64> = raw.iter().filter_map(|a| a.parse().ok()).collect();
+    let transports = transports(&raw);
     let files = args.first().copied().unwrap_or(500);
     let total_mb = args.get(1).copied().unwrap_or(210);
     let big_mb = args.get(2).copied().unwrap_or(55);
@@ -491,14 +590,12 @@ async fn main() {
     let dir = root.join("corpus");
     std::fs::create_dir_all(&dir).expect("temp dir");
     let t0 = Instant::now();
-    let total = corpus(&dir, files, total_mb, big_mb);
+    corpus(&dir, files, total_mb, big_mb);
     println!("corpus generated in {:.1} s", t0.elapsed().as_secs_f64());
     let mut rows = staging_only(&dir);
-    let (db, server, token) = start_server().await;
-    rows.extend(backfill(&dir, total, &db, &server, &token).await);
-    rows.extend(append(&dir, &db, &server, &token).await);
-    rows.extend(sigkill(&dir, &db, &server, &token).await);
-    drop((server, db));
+    for transport in transports {
+        rows.extend(through(transport, &dir).await);
+    }
     let _ = std::fs::remove_dir_all(&root);
     if !print_table(&format!("bench-transcripts ({profile})"), &rows) {
         std::process::exit(1);
