@@ -9,10 +9,27 @@ local_env="${TMPDIR:-/tmp}/syncplane-local.env"
 # shellcheck disable=SC1090
 . "$local_env"
 [ -n "${SYNC_API_TOKEN:-}" ] || { echo "the local run has a GitHub App configured: the demo needs the fake GitHub (no GITHUB_APP_ID)" >&2; exit 1; }
-base="${SYNCPLANE_URL:-http://127.0.0.1:9000/lambda-url}"
+# Where scripts/local.sh serves (its SYNCPLANE_SERVE_ADDR, written to the file above).
+base="${SYNCPLANE_URL:-http://${SYNCPLANE_SERVE_ADDR:-127.0.0.1:9000}/lambda-url}"
 auth="authorization: Bearer $SYNC_API_TOKEN"
 
-show() { python3 -c 'import json, sys; print(json.dumps(json.load(sys.stdin), indent=2))'; }
+# JSON indented; anything else (an emulator's error page) as it came.
+show() {
+  python3 -c '
+import json, sys
+body = sys.stdin.read()
+try:
+    print(json.dumps(json.loads(body), indent=2))
+except ValueError:
+    print(body)'
+}
+
+# Something must answer there (a connection refused would only give curl's own error, and the
+# JSON reader a traceback); the health route costs nothing under either server.
+if ! curl -s -o /dev/null --connect-timeout 5 "$base/sync-api/api/health"; then
+  echo "nothing answers at ${base%/lambda-url}: is 'bash scripts/local.sh' running (it serves at SYNCPLANE_SERVE_ADDR)?" >&2
+  exit 1
+fi
 
 echo "== POST /api/sync {} (every repository; inline jobs run before the answer)"
 curl -sS -X POST -H "$auth" -H 'content-type: application/json' -d '{}' "$base/sync-api/api/sync" | show

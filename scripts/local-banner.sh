@@ -3,7 +3,7 @@
 # works as printed, the sample events, the App key the CLI needs, the CLI line. Sourced by
 # local.sh; on its own (the tests run it so) it prints the banner from these variables:
 #   mode          watch | serve
-#   serve_addr    where `syncplane serve` listens (mode serve), e.g. 127.0.0.1:9000
+#   serve_addr    where either server listens (SYNCPLANE_SERVE_ADDR), e.g. 127.0.0.1:9000
 #   no_app        non-empty in the demo (the fake GitHub, the demo secrets)
 #   local_env     the file the CLI in another shell reads
 #   syncplane     the CLI binary's path
@@ -11,12 +11,13 @@
 # It prints no secret except the demo's own (public) token.
 set -euo pipefail
 
-if [ "${mode:-watch}" = serve ]; then
-  origin="http://${serve_addr:-127.0.0.1:9000}"
-else
-  # cargo lambda watch's own address (local.sh runs it with -A 127.0.0.1, default port).
-  origin=http://127.0.0.1:9000
-fi
+# Either server listens there: local.sh runs `syncplane serve --addr "$serve_addr"` or
+# `cargo lambda watch -A <host> -P <port>` of it.
+addr="${serve_addr:-127.0.0.1:9000}"
+origin="http://$addr"
+invoke_host="${addr%:*}"
+invoke_host="${invoke_host#[}"
+invoke_host="${invoke_host%]}"
 base="$origin/lambda-url"
 if [ -n "${no_app:-}" ]; then
   token="${SYNC_API_TOKEN:-demo-sync-token}"
@@ -36,7 +37,7 @@ if [ "${mode:-watch}" = serve ]; then
   echo "The deployed API's paths answer too: $origin/api/..., $origin/github/webhook (desktop clients: $origin)"
   echo "Sample events (API Gateway JSON): cargo lambda invoke needs 'cargo lambda watch' (bash scripts/local.sh without --serve)"
 else
-  echo "Sample events: cargo lambda invoke -A 127.0.0.1 <function> --data-file events/<file>.json"
+  echo "Sample events: cargo lambda invoke -A $invoke_host -P ${addr##*:} <function> --data-file events/<file>.json"
   echo "Desktop clients' gzip batches labelled application/json need --serve (cargo lambda watch refuses bodies that are not UTF-8)"
 fi
 if [ -n "${GITHUB_APP_PRIVATE_KEY_FILE:-}" ]; then

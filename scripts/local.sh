@@ -10,8 +10,9 @@
 #                                  gzip batches fail there.
 #   bash scripts/local.sh --serve  `syncplane serve`: one local server on the same handlers and
 #                                  request conversion, binary-safe (gzip batches included); no
-#                                  cargo-lambda, one compile.
+#                                  cargo-lambda.
 #
+# SYNCPLANE_SERVE_ADDR (host:port, default 127.0.0.1:9000) moves either; scripts/demo.sh follows.
 # Configuration: the environment, then `.env.local` if it exists (see .env.local.example).
 # With no GitHub App configured (no GITHUB_APP_ID), the demo fake GitHub is started first with
 # two demo repositories, and a demo webhook secret and sync API token are set, so a webhook, a
@@ -25,7 +26,7 @@ for arg in "$@"; do
   case "$arg" in
     --serve) mode=serve ;;
     -h | --help)
-      sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'
+      sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -42,8 +43,10 @@ if [ -f .env.local ]; then
   set +a
 fi
 
+export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/syncplane}"
 # Postgres only: a local run queues no job (inline) and reads no secret by reference, so it
-# needs no AWS emulator.
+# needs no AWS emulator. This checks that something listens at DATABASE_URL's host and port
+# (before the build, which takes minutes the first time); the database itself is checked after.
 bash scripts/services.sh --postgres-only
 if [ "$mode" = watch ]; then
   bash scripts/tools.sh --lambda
@@ -51,31 +54,46 @@ if [ "$mode" = watch ]; then
   export PATH="$PATH:$HOME/.local/bin"
 fi
 
-export DATABASE_URL="${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/syncplane}"
-db=$(basename "${DATABASE_URL%%\?*}")
-admin="${DATABASE_URL%/*}/postgres"
-if [ "$(psql "$admin" -qtAc "select 1 from pg_database where datname = '$db'")" != "1" ]; then
-  echo "creating database $db"
-  psql "$admin" -qc "create database \"$db\""
+# One address for either server: `syncplane serve --addr`, `cargo lambda watch -A -P`.
+serve_addr="${SYNCPLANE_SERVE_ADDR:-127.0.0.1:9000}"
+serve_host="${serve_addr%:*}"
+serve_host="${serve_host#[}"
+serve_host="${serve_host%]}"
+serve_port="${serve_addr##*:}"
+if [ -z "$serve_host" ] || ! [[ "$serve_port" =~ ^[0-9]+$ ]]; then
+  echo "SYNCPLANE_SERVE_ADDR: '$serve_addr' is not host:port: set it like 127.0.0.1:9000" >&2
+  exit 2
+fi
+
+no_app=""
+if [ -z "${GITHUB_APP_ID:-}" ] && [ -z "${TENANTS_FILE:-}" ]; then
+  no_app=1
 fi
 
 target_dir=$(cargo metadata --format-version 1 --no-deps |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
-# One build, with cargo's progress on the terminal (the first one takes minutes).
-packages=(-p syncplane-cli)
+# One build, with cargo's progress on the terminal (the first one takes minutes). Always with
+# --workspace: features are then resolved for the whole workspace, exactly as for
+# `cargo run --bin <function>` (what `cargo lambda watch` runs on a function's first request),
+# `cargo run --bin syncplane-agent` and scripts/test.sh's `cargo build --workspace --bins`, so
+# they all reuse these artifacts. `-p <package>` would resolve them for that package alone and
+# rebuild much of the dependency graph (issue 21 point 2).
+bins=(--bin syncplane)
 if [ "$mode" = watch ]; then
-  # The functions too, so the first request does not wait for a silent build.
-  packages+=(-p webhook -p sync-api -p ingest -p tick -p worker)
+  # The functions too, so the first request does not wait for a build.
+  bins+=(--bin webhook --bin sync-api --bin ingest --bin tick --bin worker)
 fi
-echo "building ${packages[*]} (cargo shows its progress)"
-cargo build --locked "${packages[@]}"
-no_app=""
-if [ -z "${GITHUB_APP_ID:-}" ] && [ -z "${TENANTS_FILE:-}" ]; then
-  no_app=1
-  echo "building the demo fake GitHub"
-  cargo build --locked -p syncplane-tests --bin fake-github
+if [ -n "$no_app" ]; then
+  bins+=(--bin fake-github)
 fi
+echo "building ${bins[*]} (cargo shows its progress)"
+cargo build --locked --workspace "${bins[@]}"
 syncplane="$target_dir/debug/syncplane"
+
+# The database: created if missing; any other cause said as it is (nothing listening, the
+# credentials refused, the role missing). pg_hba.conf is changed only for authentication, and
+# only after a yes on the terminal (or SYNCPLANE_ALLOW_SYSTEM_CHANGES=1).
+SYNCPLANE_BIN="$syncplane" bash scripts/services.sh --database
 "$syncplane" migrate
 
 # Local: jobs run inline (a local function may keep working while it answers), no scheduler
@@ -128,7 +146,7 @@ fi
 # What the CLI (and scripts/demo.sh) need in another shell: the database and the App. Secrets are
 # written only in the demo, where they are the demo's.
 {
-  printf 'DATABASE_URL=%q\n' "$DATABASE_URL"
+  printf 'DATABASE_URL=%q\nSYNCPLANE_SERVE_ADDR=%q\n' "$DATABASE_URL" "$serve_addr"
   for name in GITHUB_API_URL GITHUB_APP_ID GITHUB_INSTALLATION_ID GITHUB_APP_PRIVATE_KEY_FILE; do
     [ -n "${!name:-}" ] && printf '%s=%q\n' "$name" "${!name}"
   done
@@ -137,7 +155,6 @@ fi
   fi
 } >"$local_env"
 
-serve_addr="${SYNCPLANE_SERVE_ADDR:-127.0.0.1:9000}"
 # shellcheck source=scripts/local-banner.sh
 . scripts/local-banner.sh
 
@@ -145,5 +162,5 @@ serve_addr="${SYNCPLANE_SERVE_ADDR:-127.0.0.1:9000}"
 if [ "$mode" = serve ]; then
   "$syncplane" serve --addr "$serve_addr"
 else
-  cargo lambda watch -A 127.0.0.1
+  cargo lambda watch -A "$serve_host" -P "$serve_port"
 fi

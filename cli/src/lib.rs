@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use shared::config::Config;
 
+pub mod database;
 pub mod provision;
 pub mod report;
 pub mod search;
@@ -26,6 +27,10 @@ pub struct Cli {
 pub enum Command {
     /// Apply every pending database migration (for every configured tenant).
     Migrate,
+    /// The databases themselves: `check` says why one cannot be used (nothing listening,
+    /// authentication, role or database missing) and, with --create, creates a missing one.
+    #[command(subcommand)]
+    Db(database::DbCommand),
     /// Sync now: every selected repository, or one with --repo; then reap dead runs and drain
     /// waiting rerun markers. Exit status: 0 success (or coalesced into a running sync), 1
     /// failed or busy, 3 partial (some repositories failed).
@@ -66,6 +71,7 @@ pub async fn run(cli: Cli, config: &Config, out: &mut dyn Write) -> anyhow::Resu
     }
     match cli.command {
         Command::Migrate => migrate(config, out).await,
+        Command::Db(cmd) => database::run(config, cmd, out).await,
         Command::Sync(args) => sync::run(config, &args, out).await,
         Command::Reap(args) => upkeep::run(config, upkeep::Upkeep::Reap, &args, out).await,
         Command::Drain(args) => upkeep::run(config, upkeep::Upkeep::Drain, &args, out).await,
@@ -93,6 +99,8 @@ impl Command {
         }
         Some(match self {
             Command::Migrate => return None,
+            // It is the check: it reports each database's state itself.
+            Command::Db(_) => return None,
             // Like the functions it serves: each request meets the schema check (503
             // `schema_behind`), and `GET /api/health` reports the database.
             Command::Serve(_) => return None,

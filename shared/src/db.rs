@@ -11,6 +11,8 @@ use sqlx::{Connection, PgConnection, PgPool};
 
 use crate::config::{Secret, TenantConfig};
 
+pub mod diagnose;
+
 /// The schema, embedded in every binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
 

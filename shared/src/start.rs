@@ -58,3 +58,10 @@ pub async fn check_databases(config: &Config) {
         }
     }
 }
+
+/// `value` kept for the life of the process: a function builds its state once at start and hands
+/// the handler to `run_concurrent` (issue 21 point 6), which needs `'static` borrows. Never
+/// dropped; the process ends with it.
+pub fn for_process<T>(value: T) -> &'static T {
+    Box::leak(Box::new(value))
+}

@@ -3,7 +3,8 @@
 //!
 //! A template database is migrated once per schema version (its name carries a hash of the
 //! migrations), then every test clones it with `CREATE DATABASE ... TEMPLATE`, which takes
-//! milliseconds. Each test's database is dropped when its `TestDb` goes out of scope.
+//! milliseconds. Each test's database is dropped when its `TestDb` goes out of scope; the
+//! template, when `scripts/test.sh` ends, if that run created it.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -180,6 +181,20 @@ async fn admin_conn() -> PgConnection {
         })
 }
 
+/// A template this process created, appended to `SYNCPLANE_STARTED_FILE` when set:
+/// `scripts/test.sh` drops it when the run ends (`scripts/services.sh --stop`), so a run leaves
+/// no database behind (issue 21 point 7). `cargo test` run directly keeps it, for the next run.
+fn record_created(template: &str) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("SYNCPLANE_STARTED_FILE") else {
+        return;
+    };
+    let file = std::fs::OpenOptions::new().append(true).open(path);
+    if let Ok(mut file) = file {
+        let _ = writeln!(file, "database {template}");
+    }
+}
+
 /// Name of the template for the current migrations; created (once, under an advisory lock shared
 /// by parallel test processes) if missing.
 async fn ensure_template() -> String {
@@ -231,6 +246,7 @@ async fn ensure_template() -> String {
         )
         .await
         .expect("publish template");
+        record_created(&name);
     }
     let _ = sqlx::query("SELECT pg_advisory_unlock(7263517253)")
         .execute(&mut admin)

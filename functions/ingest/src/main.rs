@@ -4,10 +4,10 @@
 //! (503 `schema_behind`), then
 //! `shared::ingest::serve` (the schema check, then the handler).
 
-use lambda_http::{Error, Request, run, service_fn};
+use lambda_http::{Error, Request, run_concurrent, service_fn};
 use shared::ingest::{IngestState, serve};
 use shared::schema::SchemaGuard;
-use shared::start::OrExit;
+use shared::start::{OrExit, for_process};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -31,9 +31,9 @@ async fn main() -> Result<(), Error> {
         )
         .await,
     };
-    let state = &state;
-    let schema = &SchemaGuard::default();
-    run(service_fn(move |req: Request| async move {
+    let state = for_process(state);
+    let schema = for_process(SchemaGuard::default());
+    run_concurrent(service_fn(move |req: Request| async move {
         Ok::<_, Error>(serve(state, schema, req).await)
     }))
     .await

@@ -12,6 +12,10 @@ use shared::schema::invoke;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
+    // `run`, not `run_concurrent` as the other functions (issue 21 point 6): the handler's future
+    // is not provably `Send` for every lifetime (a compiler limit with the generic migration
+    // closure), and this function runs once per deploy; by hand under `cargo lambda watch` it
+    // prints the runtime's AWS_LAMBDA_MAX_CONCURRENCY warning.
     // Each try at delivering the answer is bounded, so the answer's margin holds.
     let http = &reqwest::Client::builder()
         .timeout(invoke::DELIVERY_TIMEOUT)

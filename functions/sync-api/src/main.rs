@@ -4,10 +4,10 @@
 //! invocations (lazily connected pools), then `shared::api::serve`: `GET /api/health`, else the
 //! schema check (503 `schema_behind`) and `shared::api::handle`.
 
-use lambda_http::{Error, Request, run, service_fn};
+use lambda_http::{Error, Request, run_concurrent, service_fn};
 use shared::app::{AppState, check_deployed_backend};
 use shared::schema::SchemaGuard;
-use shared::start::OrExit;
+use shared::start::{OrExit, for_process};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -18,9 +18,9 @@ async fn main() -> Result<(), Error> {
     let state = AppState::from_config(&config, shared::db::DEFAULT_POOL_SIZE)
         .await
         .or_exit("configuration error");
-    let state = &state;
-    let schema = &SchemaGuard::default();
-    run(service_fn(move |req: Request| async move {
+    let state = for_process(state);
+    let schema = for_process(SchemaGuard::default());
+    run_concurrent(service_fn(move |req: Request| async move {
         Ok::<_, Error>(shared::api::serve(state, schema, req).await)
     }))
     .await

@@ -5,7 +5,8 @@
 //! and `shared::worker::tick::TickFunction::invoke`.
 
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
-use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+use lambda_runtime::{Error, LambdaEvent, run_concurrent, service_fn};
+use shared::start::for_process;
 use shared::worker::held::{JobsFunction, JobsSchema};
 use shared::worker::tick::{TickFunction, TickReport};
 
@@ -14,9 +15,9 @@ async fn main() -> Result<(), Error> {
     shared::telemetry::init(true);
     let config = shared::start::config().await;
     shared::start::check_databases(&config).await;
-    let tick = &TickFunction::new(&config).await;
-    let schema = &JobsSchema::new(JobsFunction::Tick);
-    run(service_fn(
+    let tick = for_process(TickFunction::new(&config).await);
+    let schema = for_process(JobsSchema::new(JobsFunction::Tick));
+    run_concurrent(service_fn(
         move |_event: LambdaEvent<EventBridgeEvent>| async move {
             let mut config = shared::config::from_env_resolved().await?;
             // With the scheduler off the tick touches no database: nothing to check.

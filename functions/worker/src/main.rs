@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use shared::start::OrExit;
+use lambda_runtime::{Error, LambdaEvent, run_concurrent, service_fn};
+use shared::start::{OrExit, for_process};
 use shared::sync::workspace::RunOptions;
 use shared::tenants::Tenants;
 use shared::worker::Worker;
@@ -31,8 +31,8 @@ async fn main() -> Result<(), Error> {
     if let Some(archive) = shared::worker::s3_events::archive(&config, &tenants).await {
         worker = worker.with_archive(archive);
     }
-    let worker = &worker;
-    run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
+    let worker = for_process(worker);
+    run_concurrent(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
         Ok::<SqsBatchResponse, Error>(worker.serve(event.payload).await)
     }))
     .await

@@ -64,7 +64,8 @@ fn banner(vars: &[(&str, &str)]) -> String {
 #[test]
 fn the_banner_names_the_watch_address_the_key_and_no_unset_variable() {
     let local = script("local.sh");
-    assert!(local.contains("cargo lambda watch -A 127.0.0.1"));
+    assert!(local.contains(r#"cargo lambda watch -A "$serve_host" -P "$serve_port""#));
+    assert!(local.contains(r#"serve --addr "$serve_addr""#));
     assert!(local.contains(". scripts/local-banner.sh"));
 
     // The demo under cargo lambda watch: curl lines carry the demo token itself, the invoke
@@ -76,7 +77,10 @@ fn the_banner_names_the_watch_address_the_key_and_no_unset_variable() {
         ("GITHUB_APP_PRIVATE_KEY_FILE", "/tmp/fake/app.pem"),
         ("local_env", "/tmp/syncplane-local.env"),
     ]);
-    assert!(demo.contains("cargo lambda invoke -A 127.0.0.1 "), "{demo}");
+    assert!(
+        demo.contains("cargo lambda invoke -A 127.0.0.1 -P 9000 "),
+        "{demo}"
+    );
     assert!(demo.contains("Bearer demo-sync-token"), "{demo}");
     assert!(!demo.contains("$SYNC_API_TOKEN"), "{demo}");
     assert!(demo.contains("App key (GITHUB_APP_PRIVATE_KEY_FILE): /tmp/fake/app.pem"));
@@ -132,15 +136,17 @@ fn a_local_run_starts_postgres_only_and_changes_nothing_unannounced() {
         &[("DATABASE_URL", &url), ("SYNCPLANE_NO_SYSTEM_CHANGES", "1")],
     );
     assert_eq!(code, Some(0), "{out}{err}");
-    assert!(out.contains("PostgreSQL ready"), "{out}");
+    assert!(out.contains("PostgreSQL listening on 127.0.0.1:"), "{out}");
     assert!(!out.contains("emulator"), "no AWS emulator: {out}");
-    // Every system change is announced before it runs.
+    // Every system change is announced before it runs; pg_hba.conf is changed only when allowed
+    // (a yes on the terminal, or SYNCPLANE_ALLOW_SYSTEM_CHANGES=1).
     let services = script("services.sh");
-    for change in ["apt-get install", "sed -i"] {
-        let at = services.find(change).unwrap();
-        let announced = services[..at].rfind("system_change \"").unwrap();
-        assert!(announced < at, "{change} is announced first");
-    }
+    let install = services.find("apt-get install -y").unwrap();
+    assert!(services[..install].rfind("system_change \"").is_some());
+    let edit = services.find("sed -i").unwrap();
+    let asked = services[..edit].rfind("if ! allowed ").unwrap();
+    let announced = services[..edit].rfind("echo \"about to $change\"").unwrap();
+    assert!(asked < announced, "asked, then announced, then changed");
 }
 
 #[test]
@@ -167,4 +173,132 @@ fn the_scripts_pass_shellcheck() {
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
+}
+
+#[test]
+fn one_setting_moves_the_watch_address_too_and_the_banner_follows() {
+    // SYNCPLANE_SERVE_ADDR is read for both servers: local.sh splits it for watch's -A/-P.
+    let local = script("local.sh");
+    assert!(local.contains(r#"serve_addr="${SYNCPLANE_SERVE_ADDR:-127.0.0.1:9000}""#));
+    let watch = banner(&[
+        ("mode", "watch"),
+        ("serve_addr", "127.0.0.1:9100"),
+        ("no_app", "1"),
+        ("SYNC_API_TOKEN", "demo-sync-token"),
+    ]);
+    assert!(
+        watch.contains("http://127.0.0.1:9100/lambda-url/sync-api/api/repos"),
+        "{watch}"
+    );
+    assert!(
+        watch.contains("cargo lambda invoke -A 127.0.0.1 -P 9100 "),
+        "{watch}"
+    );
+    assert!(!watch.contains(":9000"), "{watch}");
+}
+
+/// A stand-in for the local run's server: answers every request with `body`, and records each
+/// request line.
+fn stand_in(body: &'static str) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            let mut first = String::new();
+            let _ = reader.read_line(&mut first);
+            let mut length = 0usize;
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 || header.trim().is_empty() {
+                    break;
+                }
+                let lower = header.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut rest = vec![0u8; length];
+            let _ = reader.read_exact(&mut rest);
+            record.lock().unwrap().push(first.trim().to_owned());
+            let answer = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            let _ = reader.get_mut().write_all(answer.as_bytes());
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn the_demo_calls_the_address_the_local_run_serves_at() {
+    let (port, seen) =
+        stand_in(r#"{"data":{"repositories":[{"githubId":42,"fullName":"acme/handbook"}]}}"#);
+    let dir = super::local_database::tempdir::Dir::new("demo");
+    // What local.sh writes for the CLI and the demo, served at another port.
+    std::fs::write(
+        dir.path().join("syncplane-local.env"),
+        format!(
+            "DATABASE_URL=postgres://x@127.0.0.1/x\nSYNCPLANE_SERVE_ADDR=127.0.0.1:{port}\n\
+             GITHUB_INSTALLATION_ID=12345678\nGITHUB_WEBHOOK_SECRET=s\nSYNC_API_TOKEN=t\n"
+        ),
+    )
+    .unwrap();
+    let tmp = dir.path().display().to_string();
+    let out = Command::new("bash")
+        .arg("scripts/demo.sh")
+        .current_dir(repo_file(""))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TMPDIR", &tmp)
+        .output()
+        .expect("bash runs");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen = seen.lock().unwrap().clone();
+    for expected in [
+        "POST /lambda-url/sync-api/api/sync HTTP/1.1",
+        "GET /lambda-url/sync-api/api/repos HTTP/1.1",
+        "POST /lambda-url/webhook/github/webhook HTTP/1.1",
+        "GET /lambda-url/sync-api/api/sync/runs HTTP/1.1",
+    ] {
+        assert!(seen.iter().any(|l| l == expected), "{expected}: {seen:?}");
+    }
+
+    // Nothing there: one line naming the address, no traceback.
+    drop(dir);
+    let dir = super::local_database::tempdir::Dir::new("demo");
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    std::fs::write(
+        dir.path().join("syncplane-local.env"),
+        format!("SYNCPLANE_SERVE_ADDR=127.0.0.1:{closed}\nSYNC_API_TOKEN=t\n"),
+    )
+    .unwrap();
+    let out = Command::new("bash")
+        .arg("scripts/demo.sh")
+        .current_dir(repo_file(""))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TMPDIR", dir.path())
+        .output()
+        .expect("bash runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.contains(&format!("nothing answers at http://127.0.0.1:{closed}")),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("Traceback"), "{stderr}");
 }

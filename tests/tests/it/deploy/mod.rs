@@ -4,10 +4,12 @@
 
 mod cargo_lambda;
 mod events;
+mod local_database;
 mod local_run;
 mod migrate;
 mod secrets;
 mod template;
+mod test_script;
 mod transcripts;
 
 use std::path::PathBuf;

@@ -13,6 +13,7 @@ mod metrics;
 mod retry;
 mod secrets;
 mod upkeep;
+mod watch_env;
 
 use std::process::ExitCode;
 
