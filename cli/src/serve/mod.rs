@@ -5,7 +5,9 @@
 //! Each request goes through the same conversion as in Lambda (an API Gateway v2 event read by
 //! lambda_http, `gateway`) to the same handler and schema check as the function binaries
 //! (`functions/*/src/main.rs`). Jobs run inline; with `SYNC_SCHEDULER=1` the tick function's
-//! logic runs every minute in a background task, as the EventBridge schedule runs it.
+//! logic runs every minute in a background task, as the EventBridge schedule runs it. Either way
+//! the transcript archive's retention (`transcripts.expire`, issue 20 §7) runs hourly on the
+//! store the ingest function here uses.
 
 pub mod gateway;
 pub mod routes;
@@ -21,7 +23,9 @@ use http::StatusCode;
 use shared::app::AppState;
 use shared::config::{Config, JobsBackend};
 use shared::ingest::IngestState;
+use shared::scheduler::rules::retention_due;
 use shared::schema::SchemaGuard;
+use shared::worker::expire::{self, TranscriptArchive};
 use shared::worker::tick::TickFunction;
 
 use routes::Function;
@@ -166,11 +170,17 @@ pub fn router(functions: Arc<Functions>) -> axum::Router {
 
 /// With the scheduler off (the local default), the upkeep the tick would do still runs on its
 /// cadence: dead runs reaped and waiting rerun markers drained, every [`TICK_INTERVAL`], so a
-/// request coalesced into a holder at its pass cap is not left waiting (issue 12 §4).
-pub fn spawn_upkeep(tenants: Arc<shared::tenants::Tenants>) -> tokio::task::JoinHandle<()> {
+/// request coalesced into a holder at its pass cap is not left waiting (issue 12 §4); and the
+/// transcript archive's retention on `archive` when [`retention_due`] (the first tick, then
+/// hourly), as the tick would submit it.
+pub fn spawn_upkeep(
+    tenants: Arc<shared::tenants::Tenants>,
+    archive: Option<TranscriptArchive>,
+) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
         let mut every = tokio::time::interval(TICK_INTERVAL);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut last_expire = None;
         loop {
             every.tick().await;
             let ids: Vec<String> = tenants.ids().map(str::to_owned).collect();
@@ -183,18 +193,35 @@ pub fn spawn_upkeep(tenants: Arc<shared::tenants::Tenants>) -> tokio::task::Join
                     tracing::warn!(tenant = %id, error = %e, "reap and drain failed");
                 }
             }
+            let now = chrono::Utc::now();
+            if let Some(archive) = &archive
+                && retention_due(now, last_expire)
+            {
+                last_expire = Some(now);
+                let tenant = archive.tenant.as_str();
+                if let Err(e) = expire::expire(&tenants, Some(archive), tenant, now).await {
+                    tracing::warn!(tenant, error = %e, "transcripts expire failed");
+                }
+            }
         }
     })
 }
 
-/// The tick function's logic every [`TICK_INTERVAL`] (the first at start), inline jobs; `None`
-/// when `SYNC_SCHEDULER` is off (the local default).
-pub fn spawn_scheduler(config: Config) -> Option<tokio::task::JoinHandle<()>> {
+/// The tick function's logic every [`TICK_INTERVAL`] (the first at start), inline jobs, with
+/// the transcript `archive` (`transcripts.expire`); `None` when `SYNC_SCHEDULER` is off (the
+/// local default).
+pub fn spawn_scheduler(
+    config: Config,
+    archive: Option<TranscriptArchive>,
+) -> Option<tokio::task::JoinHandle<()>> {
     if !config.scheduler_enabled {
         return None;
     }
     Some(tokio::spawn(async move {
-        let tick = TickFunction::with_queue(None);
+        let mut tick = TickFunction::with_queue(None);
+        if let Some(archive) = archive {
+            tick = tick.with_archive(archive);
+        }
         let mut every = tokio::time::interval(TICK_INTERVAL);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -230,10 +257,13 @@ pub async fn run(
     let addr = listener.local_addr()?;
     writeln!(out, "syncplane serve: listening on http://{addr}")?;
     out.flush()?;
-    let scheduler = spawn_scheduler(config.clone());
+    // The archive's retention runs on the store this server's ingest writes to.
+    let store = functions.ingest.transcripts.store.clone();
+    let archive = TranscriptArchive::first_tenant(config, store);
+    let scheduler = spawn_scheduler(config.clone(), archive.clone());
     let upkeep = scheduler
         .is_none()
-        .then(|| spawn_upkeep(functions.app.tenants.clone()));
+        .then(|| spawn_upkeep(functions.app.tenants.clone(), archive));
     tracing::info!(
         %addr,
         scheduler = scheduler.is_some(),

@@ -1,7 +1,9 @@
 //! Thin Lambda entry point for the worker (SQS event source with `ReportBatchItemFailures`):
 //! logging, configuration, the tenants and the jobs adapter built once, then per batch
 //! `shared::worker::Worker::serve`: the schema check (a tenant whose database is behind this build
-//! has its jobs put back on the queue with a delay, unrun, with one log line), then the jobs.
+//! has its jobs put back on the queue with a delay, unrun, with one log line), then the jobs. With
+//! `TRANSCRIPT_BUCKET` it also completes uploads from the bucket's notifications and runs the
+//! archive's retention (`transcripts.expire`).
 
 use std::sync::Arc;
 
@@ -11,6 +13,7 @@ use shared::start::{OrExit, for_process};
 use shared::sync::workspace::RunOptions;
 use shared::tenants::Tenants;
 use shared::worker::Worker;
+use shared::worker::expire::TranscriptArchive;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -27,8 +30,12 @@ async fn main() -> Result<(), Error> {
     );
     let jobs = shared::worker::jobs_adapter(&config, tenants.clone()).await;
     let mut worker = Worker::new(tenants.clone(), jobs);
-    // S3 notifications of the transcript bucket complete uploads whose `complete` was lost.
+    // S3 notifications of the transcript bucket complete uploads whose `complete` was lost; the
+    // tick's hourly `transcripts.expire` deletes from the same bucket what retention says is due.
     if let Some(archive) = shared::worker::s3_events::archive(&config, &tenants).await {
+        if let Some(retention) = TranscriptArchive::first_tenant(&config, archive.store.clone()) {
+            worker = worker.with_retention(retention);
+        }
         worker = worker.with_archive(archive);
     }
     let worker = for_process(worker);

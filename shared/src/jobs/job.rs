@@ -49,6 +49,11 @@ pub enum Job {
         delivery: String,
         payload: serde_json::Value,
     },
+    /// The transcript archive's retention (issue 20 §7): delete what the orgs' retention says
+    /// is due and the objects of uploads never completed. Only the tenant whose database holds
+    /// the archive (the first) has anything to expire; the tick submits it hourly.
+    #[serde(rename = "transcripts.expire")]
+    TranscriptsExpire { tenant: TenantId },
 }
 
 impl Job {
@@ -58,6 +63,7 @@ impl Job {
             | Self::SyncRepo { tenant, .. }
             | Self::SyncDrain { tenant }
             | Self::SyncReap { tenant }
+            | Self::TranscriptsExpire { tenant }
             | Self::WebhookDispatch { tenant, .. } => tenant,
         }
     }
@@ -68,6 +74,7 @@ impl Job {
             Self::SyncDrain { .. } => "sync.drain",
             Self::SyncReap { .. } => "sync.reap",
             Self::WebhookDispatch { .. } => "webhook.dispatch",
+            Self::TranscriptsExpire { .. } => "transcripts.expire",
         }
     }
 }
@@ -87,6 +94,15 @@ pub enum JobOutcome {
     },
     Removed {
         repositories: u32,
+    },
+    /// What `transcripts.expire` deleted: the counts of the archive's `retention::Expired`,
+    /// copied (the mailbox does not import the archive).
+    Expired {
+        segments: u64,
+        files: u64,
+        uploads: u64,
+        /// Objects deleted from the store (segments' and abandoned uploads').
+        objects: u64,
     },
     /// Nothing to do (e.g. an event that is acknowledged and ignored).
     Ignored {
@@ -113,6 +129,9 @@ pub enum JobError {
     Sync(#[from] SyncError),
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
+    /// The transcript archive's store failed (unreachable, refused); the detail is the store's.
+    #[error("transcript store: {0}")]
+    TranscriptStore(String),
 }
 
 impl From<GithubError> for JobError {

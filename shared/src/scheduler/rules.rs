@@ -5,7 +5,8 @@
 //! - after a failed run, a retry after 1 minute, doubling per consecutive failure up to 15
 //!   minutes, never later than the normal interval;
 //! - one full sync at start when `sync.onStartup` (serverless: the first tick after a deploy or
-//!   a configuration change).
+//!   a configuration change);
+//! - the transcript archive's retention (issue 20 §7) hourly ([`retention_due`]).
 
 use chrono::{DateTime, Duration, Utc};
 
@@ -144,6 +145,20 @@ fn lease(now: DateTime<Utc>, settings: ScheduleSettings) -> Option<DateTime<Utc>
     Some(now + Duration::minutes(i64::from(settings.interval_minutes.max(15))))
 }
 
+/// How often the tick submits `transcripts.expire` (issue 20 §7: retention with a deletion path).
+pub const RETENTION_INTERVAL: Duration = Duration::hours(1);
+
+/// Whether a tick at `now` submits `transcripts.expire`, given when this process last handed one
+/// over (`None`: never). Due once [`RETENTION_INTERVAL`] has passed since the last one, counted
+/// from that submission and not from the clock's hour: a tick that is missed, or whose
+/// submission failed (nothing is recorded then), delays retention by a minute, never by an hour.
+/// A new process (a cold start, a deploy, `syncplane serve` starting) submits at its first tick:
+/// an extra run costs a few queries and deletes nothing twice. A clock that went back by more
+/// than the interval counts as elapsed, so a wrong `last` cannot hold retention off.
+pub fn retention_due(now: DateTime<Utc>, last: Option<DateTime<Utc>>) -> bool {
+    last.is_none_or(|last| (now - last).abs() >= RETENTION_INTERVAL)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,5 +278,25 @@ mod tests {
             Some(at(60)),
             "a lost job resumes after one interval"
         );
+    }
+
+    #[test]
+    fn retention_runs_at_the_first_tick_then_an_hour_after_the_last_submission() {
+        assert!(retention_due(at(0), None), "a new process runs it at once");
+        assert!(!retention_due(at(1), Some(at(0))));
+        assert!(!retention_due(at(59), Some(at(0))));
+        assert!(retention_due(at(60), Some(at(0))));
+        // A tick missed at minute 60 delays it by a minute, not to the next hour.
+        assert!(retention_due(at(61), Some(at(0))));
+        assert!(retention_due(at(60 * 24), Some(at(0))));
+        let just_after = at(60) + Duration::seconds(1);
+        assert!(!retention_due(just_after, Some(at(60))));
+    }
+
+    #[test]
+    fn a_clock_gone_back_by_more_than_the_interval_does_not_hold_retention_off() {
+        assert!(!retention_due(at(-30), Some(at(0))));
+        assert!(retention_due(at(-60), Some(at(0))));
+        assert!(retention_due(at(-60 * 24 * 365), Some(at(0))));
     }
 }

@@ -19,11 +19,12 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::Utc;
 use futures::StreamExt;
 
+use super::expire::TranscriptArchive;
 use super::fan_out::fan_out_full;
 use super::held::{JobsFunction, JobsSchema};
 use super::pause;
 use super::redelivery::name_for_redelivery;
-use super::run::run;
+use super::run::run_in;
 use super::s3_events::{self, Completion, Uploads};
 use crate::github::GithubError;
 use crate::jobs::adapter::JobsAdapter;
@@ -87,6 +88,8 @@ pub struct Worker {
     schema: JobsSchema,
     /// The transcript archive S3 notifications complete uploads in (`TRANSCRIPT_BUCKET`).
     archive: Option<Arc<dyn Uploads>>,
+    /// The transcript archive `transcripts.expire` deletes from (`TRANSCRIPT_BUCKET`).
+    retention: Option<TranscriptArchive>,
 }
 
 impl Worker {
@@ -99,6 +102,7 @@ impl Worker {
             concurrency: DEFAULT_CONCURRENCY,
             schema: JobsSchema::new(JobsFunction::Worker),
             archive: None,
+            retention: None,
         }
     }
 
@@ -106,6 +110,12 @@ impl Worker {
     /// first tenant's database.
     pub fn with_archive(mut self, archive: Arc<dyn Uploads>) -> Self {
         self.archive = Some(archive);
+        self
+    }
+
+    /// Run `transcripts.expire` (the archive's retention) against `archive`.
+    pub fn with_retention(mut self, archive: TranscriptArchive) -> Self {
+        self.retention = Some(archive);
         self
     }
 
@@ -256,10 +266,10 @@ impl Worker {
         }
     }
 
-    /// A full sync fans out through the queue; everything else runs as [`run`] does.
+    /// A full sync fans out through the queue; everything else runs as [`run_in`] does.
     async fn execute(&self, job: &Job) -> Result<JobOutcome, JobError> {
         let (Job::SyncFull { tenant, trigger }, JobsAdapter::Sqs(queue)) = (job, &self.jobs) else {
-            return run(&self.tenants, job).await;
+            return run_in(&self.tenants, self.retention.as_ref(), job).await;
         };
         let ws = self.tenants.workspace(tenant.as_str())?;
         let Some(fanned) = fan_out_full(&ws, *trigger, queue).await? else {
@@ -280,7 +290,7 @@ impl Worker {
 
     /// The GitHub App installation a job would call, if it calls GitHub at all.
     fn installation_of(&self, job: &Job) -> Option<i64> {
-        if matches!(job, Job::SyncReap { .. }) {
+        if matches!(job, Job::SyncReap { .. } | Job::TranscriptsExpire { .. }) {
             return None;
         }
         let github = self

@@ -8,11 +8,13 @@
 //! - [`pause`]: the installation-wide rate-limit pause shared by every worker;
 //! - [`redelivery`]: naming a message in `batchItemFailures`, so SQS redelivers it;
 //! - [`s3_events`]: the transcript bucket's S3 notifications, which complete uploads;
+//! - [`expire`]: `transcripts.expire`, the transcript archive's retention;
 //! - [`held`]: the schema check of the functions that run jobs (jobs of a tenant whose schema
 //!   is behind are held back, not run);
 //! - [`tick`]: the tick function, which submits what the schedule says is due.
 
 pub mod batch;
+pub mod expire;
 pub mod fan_out;
 pub mod held;
 pub mod pause;
@@ -23,4 +25,4 @@ pub mod s3_events;
 pub mod tick;
 
 pub use batch::{Verdict, Worker};
-pub use run::{inline, jobs_adapter, run};
+pub use run::{inline, inline_with_archive, jobs_adapter, run, run_in};

@@ -1,14 +1,16 @@
 //! Running one job against its tenant's workspace (spec "Jobs and tenants"): the job's tenant
 //! is looked up when it runs, and each kind calls into the engine (`crate::sync`), the scheduler
-//! (a scheduled full sync takes the tenant's scheduler lock) or the routing of a webhook delivery.
-//! [`Runner`] is the inline adapter's runner, handed to it where the application is assembled
-//! ([`inline`], [`jobs_adapter`]).
+//! (a scheduled full sync takes the tenant's scheduler lock), the routing of a webhook delivery
+//! or the transcript archive's retention (`transcripts.expire`, [`super::expire`], given the
+//! archive with [`run_in`]). [`Runner`] is the inline adapter's runner, handed to it where the
+//! application is assembled ([`inline`], [`inline_with_archive`], [`jobs_adapter`]).
 
 use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
+use super::expire::{self, TranscriptArchive};
 use super::routing;
 use crate::config::{Config, JobsBackend};
 use crate::jobs::adapter::{JobRunner, JobsAdapter};
@@ -21,10 +23,22 @@ use crate::sync::reaper;
 use crate::sync::runs::Trigger;
 use crate::tenants::Tenants;
 
-/// Run one job against its tenant's workspace.
+/// Run one job against its tenant's workspace, in a process without a transcript archive.
 pub async fn run(tenants: &Tenants, job: &Job) -> Result<JobOutcome, JobError> {
+    run_in(tenants, None, job).await
+}
+
+/// Run one job against its tenant's workspace; `archive` is where `transcripts.expire` runs.
+pub async fn run_in(
+    tenants: &Tenants,
+    archive: Option<&TranscriptArchive>,
+    job: &Job,
+) -> Result<JobOutcome, JobError> {
     let tenant = job.tenant().as_str();
     match job {
+        Job::TranscriptsExpire { .. } => {
+            expire::expire(tenants, archive, tenant, chrono::Utc::now()).await
+        }
         Job::SyncReap { .. } => {
             let ws = tenants.database(tenant)?;
             let runs = reaper::reap(&ws.pool, ws.options.reaper_grace).await?;
@@ -78,17 +92,27 @@ pub async fn run(tenants: &Tenants, job: &Job) -> Result<JobOutcome, JobError> {
 /// Runs jobs in the calling process: the inline adapter's runner.
 pub struct Runner {
     tenants: Arc<Tenants>,
+    archive: Option<TranscriptArchive>,
 }
 
 impl JobRunner for Runner {
     fn run<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<JobOutcome, JobError>> {
-        run(&self.tenants, job).boxed()
+        run_in(&self.tenants, self.archive.as_ref(), job).boxed()
     }
 }
 
 /// The inline adapter: jobs run in the submitting process, against `tenants`.
 pub fn inline(tenants: Arc<Tenants>) -> JobsAdapter {
-    JobsAdapter::Inline(Arc::new(Runner { tenants }))
+    inline_with_archive(tenants, None)
+}
+
+/// The inline adapter with the transcript archive `transcripts.expire` runs in (`syncplane
+/// serve`'s scheduler: the store its ingest uses).
+pub fn inline_with_archive(
+    tenants: Arc<Tenants>,
+    archive: Option<TranscriptArchive>,
+) -> JobsAdapter {
+    JobsAdapter::Inline(Arc::new(Runner { tenants, archive }))
 }
 
 /// The jobs adapter the configuration asks for (`JOBS_BACKEND`), built once per process.

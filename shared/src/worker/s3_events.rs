@@ -112,8 +112,9 @@ impl Uploads for Archive {
 
 /// The archive the worker completes uploads in: with a transcript bucket (`TRANSCRIPT_BUCKET`),
 /// the S3 store on the FIRST tenant's database (the one the ingest function serves); `None`
-/// without a bucket (no notification can come).
-pub async fn archive(config: &Config, tenants: &Tenants) -> Option<Arc<dyn Uploads>> {
+/// without a bucket (no notification can come). Its store is the one `transcripts.expire`
+/// deletes from too (`super::expire`).
+pub async fn archive(config: &Config, tenants: &Tenants) -> Option<Arc<Archive>> {
     config.transcripts.bucket.as_ref()?;
     let pool = tenants.pool(config.tenants.first()?.id.as_str())?.clone();
     let store = Store::S3(S3Store::from_settings(&config.transcripts).await);

@@ -2,19 +2,26 @@
 //! whether a scheduled or startup full sync is due and submit `sync.full`; every tick submits
 //! `sync.drain` and `sync.reap`. Tenants are independent: one tenant's failure (its database
 //! unreachable, the queue refusing its jobs) is reported and the others go on.
+//!
+//! The transcript archive's retention (issue 20 §7: "a deletion path that removes objects and
+//! rows"): when an archive is configured, [`TickFunction`] also submits `transcripts.expire` for
+//! the tenant whose database holds it (the first) once [`rules::retention_due`] says so: hourly,
+//! counted from its last submission, so a missed tick delays it by a minute.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::run::inline;
-use crate::config::{Config, JobsBackend};
+use super::expire::TranscriptArchive;
+use super::run::inline_with_archive;
+use crate::config::{Config, JobsBackend, TenantId};
 use crate::db::DEFAULT_POOL_SIZE;
 use crate::jobs::Job;
 use crate::jobs::adapter::{JobsAdapter, Submitted};
 use crate::jobs::sqs::SqsAdapter;
 use crate::scheduler;
+use crate::scheduler::rules;
 use crate::sync::runs::Trigger;
 use crate::sync::workspace::RunOptions;
 use crate::tenants::Tenants;
@@ -47,6 +54,18 @@ pub async fn run_tick(
     scheduler_enabled: bool,
     now: DateTime<Utc>,
 ) -> TickReport {
+    run_tick_with_retention(tenants, jobs, scheduler_enabled, now, None).await
+}
+
+/// [`run_tick`], submitting `transcripts.expire` too for the tenant `expire` names (after its
+/// drain and reap; nothing for it when its schedule is unreadable).
+pub async fn run_tick_with_retention(
+    tenants: &Tenants,
+    jobs: &JobsAdapter,
+    scheduler_enabled: bool,
+    now: DateTime<Utc>,
+    expire: Option<&TenantId>,
+) -> TickReport {
     if !scheduler_enabled {
         tracing::info!("scheduler off (SYNC_SCHEDULER=0): tick does nothing");
         return TickReport {
@@ -56,7 +75,15 @@ pub async fn run_tick(
     }
     let ticks = tenants
         .ids()
-        .map(|id| tick_tenant(tenants, jobs, id, now))
+        .map(|id| {
+            tick_tenant(
+                tenants,
+                jobs,
+                id,
+                now,
+                expire.is_some_and(|e| e.as_str() == id),
+            )
+        })
         .collect::<Vec<_>>();
     TickReport {
         scheduler_enabled,
@@ -69,6 +96,7 @@ async fn tick_tenant(
     jobs: &JobsAdapter,
     id: &str,
     now: DateTime<Utc>,
+    expire: bool,
 ) -> TenantTick {
     let mut report = TenantTick {
         tenant: id.to_owned(),
@@ -104,7 +132,12 @@ async fn tick_tenant(
     batch.push(Job::SyncDrain {
         tenant: tenant.clone(),
     });
-    batch.push(Job::SyncReap { tenant });
+    batch.push(Job::SyncReap {
+        tenant: tenant.clone(),
+    });
+    if expire {
+        batch.push(Job::TranscriptsExpire { tenant });
+    }
     for job in batch {
         match jobs.submit(&job).await {
             Ok(Submitted::Queued { .. }) => report.submitted.push(job.kind()),
@@ -130,10 +163,19 @@ async fn tick_tenant(
     report
 }
 
-/// The tick function's state kept across invocations: the queue client only. The configuration
-/// (and so the tenant list) is read again on every tick, so tenants that came or went are seen.
+/// The tick function's state kept across invocations: the queue client, the transcript archive
+/// (its tenant; for inline jobs its store too), and when this process last submitted
+/// `transcripts.expire`. The configuration (and so the tenant list) is read again on every tick,
+/// so tenants that came or went are seen.
 pub struct TickFunction {
     queue: Option<SqsAdapter>,
+    /// The first tenant of the configuration at start: the archive's, even on a tick whose
+    /// configuration lost it (its schema behind the build: `super::held`).
+    first_tenant: Option<TenantId>,
+    /// The archive inline jobs expire ([`TickFunction::with_archive`]).
+    archive: Option<TranscriptArchive>,
+    /// When `transcripts.expire` was last handed over ([`rules::retention_due`]).
+    last_expire: Mutex<Option<DateTime<Utc>>>,
 }
 
 impl TickFunction {
@@ -144,11 +186,65 @@ impl TickFunction {
             }
             JobsBackend::Inline => None,
         };
-        Self { queue }
+        Self {
+            first_tenant: config.tenants.first().map(|t| t.id.clone()),
+            ..Self::with_queue(queue)
+        }
     }
 
     pub fn with_queue(queue: Option<SqsAdapter>) -> Self {
-        Self { queue }
+        Self {
+            queue,
+            first_tenant: None,
+            archive: None,
+            last_expire: Mutex::new(None),
+        }
+    }
+
+    /// Inline jobs (`syncplane serve`): the transcript archive (the first tenant and the store
+    /// its ingest uses), so the tick submits `transcripts.expire` and the inline runner runs it
+    /// there. Queued jobs need none: with `TRANSCRIPT_BUCKET` the worker holds the store.
+    pub fn with_archive(mut self, archive: TranscriptArchive) -> Self {
+        self.archive = Some(archive);
+        self
+    }
+
+    /// The tenant to submit `transcripts.expire` for at `now`, when an archive is configured
+    /// (queued jobs: `TRANSCRIPT_BUCKET`, for the first tenant; inline:
+    /// [`TickFunction::with_archive`]'s), that tenant ticks now, and retention is due.
+    fn retention_due(&self, config: &Config, now: DateTime<Utc>) -> Option<TenantId> {
+        let tenant = match config.jobs {
+            JobsBackend::Sqs { .. } => {
+                config.transcripts.bucket.as_ref()?;
+                (self.first_tenant.clone()).or_else(|| Some(config.tenants.first()?.id.clone()))?
+            }
+            JobsBackend::Inline => self.archive.as_ref()?.tenant.clone(),
+        };
+        // A tenant held back (or gone) this tick: the next tick tries again.
+        config.tenants.iter().find(|t| t.id == tenant)?;
+        let last = *self
+            .last_expire
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        rules::retention_due(now, last).then_some(tenant)
+    }
+
+    /// Remember `now` when the tick handed `transcripts.expire` over for `tenant`.
+    fn record_expire(&self, report: &TickReport, tenant: &TenantId, now: DateTime<Utc>) {
+        let kind = Job::TranscriptsExpire {
+            tenant: tenant.clone(),
+        }
+        .kind();
+        let submitted = report
+            .tenants
+            .iter()
+            .any(|t| t.tenant == tenant.as_str() && t.submitted.contains(&kind));
+        if submitted {
+            *self
+                .last_expire
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(now);
+        }
     }
 
     /// One tick with the configuration as read now.
@@ -169,6 +265,7 @@ impl TickFunction {
             DEFAULT_POOL_SIZE,
             RunOptions::default(),
         )?);
+        let expire = self.retention_due(config, now);
         let jobs = match (&config.jobs, &self.queue) {
             (JobsBackend::Sqs { queue_url }, Some(queue)) if queue.queue_url() == queue_url => {
                 JobsAdapter::Sqs(queue.clone())
@@ -176,9 +273,12 @@ impl TickFunction {
             (JobsBackend::Sqs { queue_url }, _) => JobsAdapter::Sqs(
                 SqsAdapter::from_env(queue_url, config.sqs_endpoint.as_deref()).await,
             ),
-            (JobsBackend::Inline, _) => inline(tenants.clone()),
+            (JobsBackend::Inline, _) => inline_with_archive(tenants.clone(), self.archive.clone()),
         };
-        let report = run_tick(&tenants, &jobs, true, now).await;
+        let report = run_tick_with_retention(&tenants, &jobs, true, now, expire.as_ref()).await;
+        if let Some(tenant) = &expire {
+            self.record_expire(&report, tenant, now);
+        }
         // These pools live for this tick only.
         for id in tenants.ids() {
             if let Some(pool) = tenants.pool(id) {

@@ -236,9 +236,15 @@ fn ingest_and_the_worker_reach_objects_under_transcripts_only() {
     for bin in ["webhook", "sync-api", "tick", "migrate"] {
         assert!(object_actions(&t, bin).is_empty(), "{bin}");
     }
-    // TRANSCRIPT_BUCKET on exactly those two, only with the bucket.
+    // TRANSCRIPT_BUCKET on exactly those two and the tick (which queues `transcripts.expire`
+    // hourly with it, and touches no object), only with the bucket.
     assert!(t["Globals"]["Function"]["Environment"]["Variables"]["TRANSCRIPT_BUCKET"].is_null());
-    for bin in ["ingest", "worker"] {
+    for bin in ["webhook", "sync-api", "migrate"] {
+        let (_, f) = function_of(&t, bin);
+        let v = &f["Properties"]["Environment"]["Variables"]["TRANSCRIPT_BUCKET"];
+        assert!(v.is_null(), "{bin}");
+    }
+    for bin in ["ingest", "worker", "tick"] {
         let (_, f) = function_of(&t, bin);
         let v = &f["Properties"]["Environment"]["Variables"]["TRANSCRIPT_BUCKET"];
         let branches = intrinsic(v, "If").expect("TRANSCRIPT_BUCKET only with the bucket");

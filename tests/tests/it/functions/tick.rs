@@ -1,6 +1,7 @@
 //! The tick: schedule decisions across simulated time (the library tick called with explicit
-//! `now` values), drain and reap every tick, the scheduler switch, tenants independent, and the
-//! events/ schedule sample. Jobs go to a real queue on the emulator, which the tests read back.
+//! `now` values), drain and reap every tick, the scheduler switch, tenants independent, the
+//! transcript archive's hourly `transcripts.expire` (only with an archive), and the events/
+//! schedule sample. Jobs go to a real queue on the emulator, which the tests read back.
 
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use shared::jobs::adapter::JobsAdapter;
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::RunOptions;
 use shared::tenants::Tenants;
-use shared::worker::tick::{TickFunction, run_tick};
+use shared::worker::tick::{TickFunction, run_tick, run_tick_with_retention};
 use sqlx::PgPool;
 use syncplane_tests::db::TestDb;
 
@@ -228,11 +229,24 @@ async fn tenants_tick_independently_and_one_failing_does_not_stop_the_others() {
 }
 
 fn config_lookup(db: &TestDb, q: &Queue, scheduler: &str) -> shared::config::Config {
+    config_with_bucket(db, q, scheduler, None)
+}
+
+/// The tick's configuration; `bucket`: `TRANSCRIPT_BUCKET` (template.yaml sets it on the tick
+/// with the archive).
+fn config_with_bucket(
+    db: &TestDb,
+    q: &Queue,
+    scheduler: &str,
+    bucket: Option<&str>,
+) -> shared::config::Config {
     let url = db.url().expose().to_owned();
     let queue = q.url.clone();
     let scheduler = scheduler.to_owned();
+    let bucket = bucket.map(str::to_owned);
     shared::config::from_lookup(move |name| match name {
         "DATABASE_URL" => Some(url.clone()),
+        "TRANSCRIPT_BUCKET" => bucket.clone(),
         "JOBS_BACKEND" => Some("sqs".into()),
         "SQS_QUEUE_URL" => Some(queue.clone()),
         "SYNC_SCHEDULER" => Some(scheduler.clone()),
@@ -280,4 +294,122 @@ async fn the_sample_schedule_event_runs_a_tick_with_the_configuration_read_again
         serde_json::json!(["sync.full", "sync.drain", "sync.reap"])
     );
     assert_eq!(q.drain_jobs().await.len(), 3);
+}
+
+/// The kinds one invocation of `function` at `now` queued, sorted.
+async fn invoked_kinds(
+    function: &TickFunction,
+    config: &shared::config::Config,
+    q: &Queue,
+    now: DateTime<Utc>,
+) -> Vec<&'static str> {
+    let report = function.invoke(config, now).await.unwrap();
+    assert!(
+        report.tenants.iter().all(|t| t.errors.is_empty()),
+        "{report:?}"
+    );
+    let mut kinds: Vec<&'static str> = q.drain_jobs().await.iter().map(Job::kind).collect();
+    kinds.sort();
+    kinds
+}
+
+#[tokio::test]
+async fn with_a_transcript_bucket_the_tick_submits_transcripts_expire_at_once_then_hourly() {
+    let db = TestDb::new().await;
+    let q = Queue::new(30).await;
+    let config = config_with_bucket(&db, &q, "1", Some("syncplane-transcripts-test"));
+    let function = TickFunction::with_queue(Some(q.adapter.clone()));
+    let with_expire = ["sync.drain", "sync.full", "sync.reap", "transcripts.expire"];
+    // The first tick of a process submits it (for the first tenant, which holds the archive).
+    assert_eq!(
+        invoked_kinds(&function, &config, &q, minutes(0)).await,
+        with_expire
+    );
+    for m in [1, 30, 59] {
+        assert_eq!(
+            invoked_kinds(&function, &config, &q, minutes(m)).await,
+            ["sync.drain", "sync.reap"],
+            "minute {m}"
+        );
+    }
+    // The tick at minute 60 is missed: the one at 61 submits it, and the next comes an hour on.
+    let kinds = invoked_kinds(&function, &config, &q, minutes(61)).await;
+    assert!(kinds.contains(&"transcripts.expire"), "{kinds:?}");
+    let kinds = invoked_kinds(&function, &config, &q, minutes(120)).await;
+    assert!(!kinds.contains(&"transcripts.expire"), "{kinds:?}");
+    let kinds = invoked_kinds(&function, &config, &q, minutes(121)).await;
+    assert!(kinds.contains(&"transcripts.expire"), "{kinds:?}");
+
+    // The job names the tenant whose database holds the archive.
+    function.invoke(&config, minutes(200)).await.unwrap();
+    let jobs = q.drain_jobs().await;
+    let expire = jobs.iter().find(|j| j.kind() == "transcripts.expire");
+    assert_eq!(
+        expire,
+        Some(&Job::TranscriptsExpire {
+            tenant: config.tenants[0].id.clone()
+        })
+    );
+}
+
+#[tokio::test]
+async fn without_an_archive_the_tick_never_submits_transcripts_expire() {
+    let db = TestDb::new().await;
+    let q = Queue::new(30).await;
+    // Queued jobs without TRANSCRIPT_BUCKET.
+    let config = config_with_bucket(&db, &q, "1", None);
+    let function = TickFunction::with_queue(Some(q.adapter.clone()));
+    for m in [0, 60, 61, 60 * 24] {
+        let kinds = invoked_kinds(&function, &config, &q, minutes(m)).await;
+        assert!(
+            !kinds.contains(&"transcripts.expire"),
+            "minute {m}: {kinds:?}"
+        );
+    }
+    // The library tick submits it only for the tenant it is told holds the archive.
+    let tenants = one_tenant(&db, 0, false);
+    let jobs = JobsAdapter::Sqs(q.adapter.clone());
+    let other = TenantId::parse("other").unwrap();
+    let report = run_tick_with_retention(&tenants, &jobs, true, minutes(0), Some(&other)).await;
+    assert_eq!(report.tenants[0].submitted, ["sync.drain", "sync.reap"]);
+    let default = TenantId::parse("default").unwrap();
+    let report = run_tick_with_retention(&tenants, &jobs, true, minutes(0), Some(&default)).await;
+    assert_eq!(
+        report.tenants[0].submitted,
+        ["sync.drain", "sync.reap", "transcripts.expire"]
+    );
+    q.drain_jobs().await;
+}
+
+#[tokio::test]
+async fn a_tick_that_holds_the_archives_tenant_back_submits_no_expire_for_another_and_retries() {
+    let db = TestDb::new().await;
+    let q = Queue::new(30).await;
+    let mut config = config_with_bucket(&db, &q, "1", Some("syncplane-transcripts-test"));
+    config.sqs_endpoint = Some(syncplane_tests::sqs::endpoint());
+    let mut second = config.tenants[0].clone();
+    second.id = TenantId::parse("second").unwrap();
+    config.tenants.push(second);
+    // As the tick function is built at start: the first tenant then holds the archive.
+    let function = TickFunction::new(&config).await;
+    // The first tenant's schema is behind: the tick's configuration has lost it (held.rs).
+    let mut held = config.clone();
+    held.tenants.remove(0);
+    let report = function.invoke(&held, minutes(0)).await.unwrap();
+    assert_eq!(report.tenants.len(), 1);
+    assert!(
+        !report.tenants[0].submitted.contains(&"transcripts.expire"),
+        "{report:?}"
+    );
+    q.drain_jobs().await;
+    // Migrated, the next tick submits it for the archive's tenant at once.
+    let report = function.invoke(&config, minutes(1)).await.unwrap();
+    let expired: Vec<&str> = report
+        .tenants
+        .iter()
+        .filter(|t| t.submitted.contains(&"transcripts.expire"))
+        .map(|t| t.tenant.as_str())
+        .collect();
+    assert_eq!(expired, ["default"]);
+    q.drain_jobs().await;
 }

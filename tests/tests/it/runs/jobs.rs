@@ -83,9 +83,17 @@ fn jobs_are_serialized_with_their_kind_and_tenant() {
             },
             json!({"kind": "webhook.dispatch", "tenant": "acme", "event": "push", "delivery": "d-1", "payload": {"ref": "x"}}),
         ),
+        (
+            Job::TranscriptsExpire {
+                tenant: tenant("acme"),
+            },
+            json!({"kind": "transcripts.expire", "tenant": "acme"}),
+        ),
     ];
     for (job, wire) in jobs {
         assert_eq!(serde_json::to_value(&job).unwrap(), wire);
+        assert_eq!(job.kind(), wire["kind"], "kind() is the wire's kind");
+        assert_eq!(job.tenant().as_str(), "acme");
         assert_eq!(serde_json::from_value::<Job>(wire).unwrap(), job);
     }
     assert!(serde_json::from_value::<Job>(json!({"kind": "sync.nope", "tenant": "acme"})).is_err());
