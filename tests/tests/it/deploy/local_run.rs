@@ -167,7 +167,12 @@ fn the_scripts_pass_shellcheck() {
     .iter()
     .map(|s| repo_file(&format!("scripts/{s}")).display().to_string())
     .collect();
-    let out = Command::new("shellcheck").args(&scripts).output().unwrap();
+    // From the repository root, where local.sh's `source=` directive names the banner.
+    let out = Command::new("shellcheck")
+        .args(&scripts)
+        .current_dir(repo_file(""))
+        .output()
+        .unwrap();
     assert!(
         out.status.success(),
         "{}",
