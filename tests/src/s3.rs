@@ -10,8 +10,14 @@ pub fn endpoint() -> String {
 
 /// A new bucket of this test's own, and a store on it.
 pub async fn bucket() -> S3Store {
+    bucket_at(&endpoint()).await
+}
+
+/// A new bucket of this test's own, and a store on it, through the S3 server at `endpoint` (the
+/// emulator, or a [`crate::s3_front::S3Front`] before it: the URLs the store signs point there).
+pub async fn bucket_at(endpoint: &str) -> S3Store {
     let name = format!("syncplane-test-{}", uuid::Uuid::new_v4());
-    let store = S3Store::for_emulator(&endpoint(), &name);
+    let store = S3Store::for_emulator(endpoint, &name);
     store
         .client()
         .create_bucket()

@@ -6,7 +6,9 @@
 //! `x-amz-checksum-sha256` (its `moto/s3/responses.py` only compares metadata hoisted into the
 //! query with the headers sent; S3 answers `403` for an expired or altered URL and
 //! `400 BadDigest` for another body). The server's own verification on `complete` (length,
-//! SHA-256, bounded decompression) is what holds on every S3 server.
+//! SHA-256, bounded decompression) is what holds on every S3 server. For expiry the tests put
+//! [`S3Front`] before moto, pinned here to S3's answer (`403 AccessDenied`, "Request has
+//! expired"; see its module doc for the sources).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use shared::tenants::Tenants;
 use shared::worker::Worker;
 use shared::worker::s3_events::{Completion, Uploads};
 use syncplane_tests::s3;
+use syncplane_tests::s3_front::S3Front;
 
 fn spec<'a>(key: &'a str, body: &[u8], expires_at: DateTime<Utc>) -> UploadSpec<'a> {
     UploadSpec {
@@ -192,6 +195,83 @@ async fn an_expired_url_is_signed_as_expired_and_moto_does_not_refuse_it() {
         200,
         "moto enforces expiry now: make this test expect 403"
     );
+}
+
+/// The text of `<name>` in an S3 error body.
+fn element<'a>(xml: &'a str, name: &str) -> Option<&'a str> {
+    let open = format!("<{name}>");
+    let start = xml.find(&open)? + open.len();
+    let len = xml[start..].find(&format!("</{name}>"))?;
+    Some(&xml[start..start + len])
+}
+
+#[tokio::test]
+async fn the_front_refuses_an_expired_presigned_put_as_s3_does_403_access_denied_request_has_expired()
+ {
+    let front = S3Front::start(&s3::endpoint()).await;
+    let store = s3::bucket_at(&front.url()).await;
+    let body = b"late bytes".as_slice();
+    let key = segment_key();
+    let expired = chrono::DateTime::from_timestamp(Utc::now().timestamp() - 5, 0).unwrap();
+    let target = store
+        .upload_target(&spec(&key, body, expired))
+        .await
+        .unwrap();
+    assert!(target.url.starts_with(&front.url()), "{}", target.url);
+
+    let response = put(&target, body).await;
+    assert_eq!(response.status(), 403);
+    assert_eq!(response.headers()["content-type"], "application/xml");
+    let xml = response.text().await.unwrap();
+    assert_eq!(element(&xml, "Code"), Some("AccessDenied"), "{xml}");
+    assert_eq!(element(&xml, "Message"), Some("Request has expired"));
+    assert_eq!(element(&xml, "X-Amz-Expires"), Some("1"));
+    let at = |name| {
+        chrono::DateTime::parse_from_rfc3339(element(&xml, name).unwrap())
+            .unwrap()
+            .with_timezone(&Utc)
+    };
+    assert_eq!(at("Expires"), expired, "X-Amz-Date + X-Amz-Expires");
+    assert!(at("ServerTime") > expired);
+    assert!(element(&xml, "RequestId").is_some() && element(&xml, "HostId").is_some());
+    assert_eq!(front.refused(), 1);
+    assert_eq!(store.get(&key, 1024).await.unwrap(), None, "nothing stored");
+}
+
+#[tokio::test]
+async fn the_front_forwards_a_valid_presigned_put_and_a_late_replay_is_403_before_it_is_412() {
+    let front = S3Front::start(&s3::endpoint()).await;
+    let store = s3::bucket_at(&front.url()).await;
+    let body = b"bytes in time".as_slice();
+    let key = segment_key();
+    let target = store
+        .upload_target(&spec(&key, body, Utc::now() + Duration::seconds(300)))
+        .await
+        .unwrap();
+    assert_eq!(put(&target, body).await.status(), 200);
+    assert_eq!(store.get(&key, 1024).await.unwrap().as_deref(), Some(body));
+    // Replayed in time: moto's create-only answer, which is S3's.
+    let again = put(&target, body).await;
+    assert_eq!(again.status(), 412);
+    assert_eq!(
+        element(&again.text().await.unwrap(), "Code"),
+        Some("PreconditionFailed")
+    );
+    // Replayed after the URL's window: S3 authenticates first, so it is the expiry's 403.
+    front.arrive_late(std::time::Duration::from_secs(301), 1);
+    let late = put(&target, body).await;
+    assert_eq!(late.status(), 403);
+    assert_eq!(
+        element(&late.text().await.unwrap(), "Message"),
+        Some("Request has expired")
+    );
+    assert_eq!(
+        put(&target, body).await.status(),
+        412,
+        "only the next one late"
+    );
+    assert_eq!(front.refused(), 1);
+    assert_eq!(store.get(&key, 1024).await.unwrap().as_deref(), Some(body));
 }
 
 #[tokio::test]

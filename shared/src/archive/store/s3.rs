@@ -215,12 +215,19 @@ pub fn emulator_client(endpoint: &str) -> Client {
     Client::from_conf(config)
 }
 
-/// Signed now, valid until `expires_at`. A time already past is signed as a URL that expired a
-/// second before it (S3 refuses it as expired), never as a fresh one.
+/// Signed at the start of the current second, valid until `expires_at`. S3 takes a presigned URL
+/// to expire at `X-Amz-Date + X-Amz-Expires`, both whole seconds (the SDK writes the signing time
+/// without its fraction and the lifetime truncated to seconds), so a URL signed at `now` itself
+/// would expire up to two seconds before `expires_at`, and a 1-second intent's URL would be dead
+/// on arrival. Signed from the whole second, an intent's URL (its `expires_at` is a whole
+/// second) expires exactly at its `expiresAt`, the instant `complete` answers `410` from. A time
+/// already past, or less than a second after the current one, is signed as a URL that expired
+/// at `expires_at` (S3 refuses it as expired), never as a fresh one.
 fn presigning(expires_at: DateTime<Utc>) -> Result<PresigningConfig, StoreError> {
     let now = Utc::now();
-    let (start, expires_in) = match (expires_at - now).to_std() {
-        Ok(left) if !left.is_zero() => (now, left.min(MAX_PRESIGN)),
+    let second = now - chrono::Duration::nanoseconds(i64::from(now.timestamp_subsec_nanos()));
+    let (start, expires_in) = match (expires_at - second).to_std() {
+        Ok(left) if expires_at > now && left.as_secs() >= 1 => (second, left.min(MAX_PRESIGN)),
         _ => (
             expires_at - chrono::Duration::seconds(1),
             Duration::from_secs(1),
@@ -256,4 +263,44 @@ fn is_missing(e: &SdkError<GetObjectError, HttpResponse>) -> bool {
 
 fn unavailable<E: std::error::Error + 'static>(what: &str, e: E) -> StoreError {
     StoreError::Unavailable(format!("{what}: {}", DisplayErrorContext(e)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    /// `X-Amz-Date + X-Amz-Expires` of a presigned URL: when S3 takes it to expire.
+    fn s3_expiry(url: &str) -> DateTime<Utc> {
+        let url = url::Url::parse(url).unwrap();
+        let q = |name: &str| {
+            url.query_pairs()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.into_owned())
+                .unwrap_or_else(|| panic!("{name} in {url}"))
+        };
+        let date = chrono::NaiveDateTime::parse_from_str(&q("X-Amz-Date"), "%Y%m%dT%H%M%SZ")
+            .unwrap()
+            .and_utc();
+        date + chrono::Duration::seconds(q("X-Amz-Expires").parse().unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_presigned_put_expires_in_s3_exactly_at_the_intents_expires_at() {
+        let store = S3Store::for_emulator("http://127.0.0.1:9", "b");
+        let now = Utc::now().timestamp();
+        // An intent's `expiresAt` is a whole second; one already past is an expired URL.
+        for ttl in [1, 2, 300, -30] {
+            let expires_at = Utc.timestamp_opt(now + ttl, 0).unwrap();
+            let spec = UploadSpec {
+                key: "k",
+                upload_id: uuid::Uuid::nil(),
+                compressed_bytes: 10,
+                sha256: [0; 32],
+                expires_at,
+            };
+            let target = store.upload_target(&spec).await.unwrap();
+            assert_eq!(s3_expiry(&target.url), expires_at, "ttl {ttl}");
+        }
+    }
 }

@@ -10,6 +10,7 @@ mod dead_letters;
 mod faults;
 mod isolation;
 mod presigned;
+mod presigned_expiry;
 mod redaction;
 mod refusals;
 mod skew;

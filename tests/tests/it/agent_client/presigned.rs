@@ -42,29 +42,33 @@ use syncplane_tests::s3;
 use super::support::{TARGET, TempDir};
 
 /// Segments of this many source bytes, so a few hundred lines make several.
-const SEGMENT: usize = 16 * 1024;
+pub(super) const SEGMENT: usize = 16 * 1024;
 
 /// The ingest handler with the presigned transport into a bucket of its own.
-struct Env {
-    db: TestDb,
+pub(super) struct Env {
+    pub(super) db: TestDb,
     org: i64,
-    token: String,
+    pub(super) token: String,
     store: S3Store,
-    server: IngestServer,
+    pub(super) server: IngestServer,
     dir: TempDir,
 }
 
 async fn env() -> Env {
+    env_on(s3::bucket().await, Duration::from_secs(300)).await
+}
+
+/// As [`env`], the handler's store `store` (on the emulator or a front of it), intents living `ttl`.
+pub(super) async fn env_on(store: S3Store, ttl: Duration) -> Env {
     let db = TestDb::new().await;
     let device = syncplane_tests::provisioned::device_on_target(&db.pool, TARGET).await;
-    let store = s3::bucket().await;
     let server = IngestServer::start(IngestState {
         pool: db.pool.clone(),
         rate_limit_per_minute: 1000,
         admission: shared::ingest::Admission::unlimited(),
         transcripts: TranscriptsState {
             store: Store::S3(store.clone()),
-            upload_ttl: Duration::from_secs(300),
+            upload_ttl: ttl,
             rate_limit_per_minute: 1_000_000,
         },
     })
@@ -81,7 +85,7 @@ async fn env() -> Env {
 
 /// A lane over `src` talking to `url` (the server, or a proxy in front of it) with a JSON
 /// deadline of `deadline`, its state in `env.dir`, on a fake clock.
-fn client(
+pub(super) fn client(
     env: &Env,
     src: &MemorySource,
     url: &str,
@@ -90,7 +94,7 @@ fn client(
     super::support::transcript_lane(&env.dir.0, &env.token, src, url, deadline, SEGMENT)
 }
 
-async fn drain(lane: &mut TranscriptLane<MemorySource>, clock: &FakeClock) {
+pub(super) async fn drain(lane: &mut TranscriptLane<MemorySource>, clock: &FakeClock) {
     for _ in 0..300 {
         lane.tick().await.unwrap();
         if lane.drained().unwrap() {
@@ -102,7 +106,7 @@ async fn drain(lane: &mut TranscriptLane<MemorySource>, clock: &FakeClock) {
 }
 
 /// JSON Lines with ordinary text and, every 7th line, a planted secret.
-fn transcript(from: usize, n: usize) -> Vec<u8> {
+pub(super) fn transcript(from: usize, n: usize) -> Vec<u8> {
     (from..from + n)
         .flat_map(|k| {
             let text = if k % 7 == 0 {
@@ -131,7 +135,11 @@ fn redacted(bytes: &[u8]) -> Vec<u8> {
 
 /// The (offset, sha256) of the segments the client stages for a file from 0, and the
 /// decompressed bytes of all of them, in order.
-fn staged(src: &MemorySource, session: &str, file_id: &str) -> (Vec<(u64, String)>, Vec<u8>) {
+pub(super) fn staged(
+    src: &MemorySource,
+    session: &str,
+    file_id: &str,
+) -> (Vec<(u64, String)>, Vec<u8>) {
     let file = src.file(session, file_id).unwrap();
     let caps = Caps {
         target_source: SEGMENT,
@@ -149,7 +157,7 @@ fn staged(src: &MemorySource, session: &str, file_id: &str) -> (Vec<(u64, String
 }
 
 /// The archive's (generation, acked offset) of a file.
-async fn archived(env: &Env, session: &str, file_id: &str) -> Option<(i32, i64)> {
+pub(super) async fn archived(env: &Env, session: &str, file_id: &str) -> Option<(i32, i64)> {
     sqlx::query_as(
         "SELECT generation, acked_offset FROM transcript_files
           WHERE compute_target_id = $1 AND session_id = $2 AND file_id = $3",
@@ -163,7 +171,7 @@ async fn archived(env: &Env, session: &str, file_id: &str) -> Option<(i32, i64)>
 }
 
 /// The keys of the bucket's objects, sorted.
-async fn objects(env: &Env) -> Vec<String> {
+pub(super) async fn objects(env: &Env) -> Vec<String> {
     let listed = env
         .store
         .client()
@@ -182,7 +190,7 @@ async fn objects(env: &Env) -> Vec<String> {
 }
 
 /// Requests of `method` on `route` the ingest server answered `200`.
-fn answered(env: &Env, method: &str, route: &str) -> usize {
+pub(super) fn answered(env: &Env, method: &str, route: &str) -> usize {
     env.server
         .seen()
         .iter()
@@ -191,7 +199,7 @@ fn answered(env: &Env, method: &str, route: &str) -> usize {
 }
 
 /// No upload PUT (nor any PUT) ever reached the ingest server.
-fn no_put_reached_the_server(env: &Env) {
+pub(super) fn no_put_reached_the_server(env: &Env) {
     let puts: Vec<_> = env
         .server
         .seen()
@@ -202,7 +210,7 @@ fn no_put_reached_the_server(env: &Env) {
 }
 
 /// A read token of `env.org`, as an operator issues it.
-async fn read_token(env: &Env) -> String {
+pub(super) async fn read_token(env: &Env) -> String {
     shared::ingest::transcripts::read_auth::issue_read_token(&env.db.pool, env.org, Some("web"))
         .await
         .unwrap()
@@ -211,7 +219,7 @@ async fn read_token(env: &Env) -> String {
 
 /// A file's archive read back through the read routes: its segments' presigned GETs, each
 /// fetched from where the URL points and decompressed, in order.
-async fn read_back(env: &Env, token: &str, session: &str, file_id: &str) -> Vec<u8> {
+pub(super) async fn read_back(env: &Env, token: &str, session: &str, file_id: &str) -> Vec<u8> {
     let http = reqwest::Client::new();
     let v: serde_json::Value = http
         .get(
