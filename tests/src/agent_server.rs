@@ -39,6 +39,9 @@ pub struct Seen {
     pub mode: Option<String>,
     /// The `Retry-After` seconds of a 429.
     pub retry_after: Option<u64>,
+    /// For a POST: the device-local fields the envelope carried, which a client must strip
+    /// (`sessions[i].tokenSeries`, `sessions[i].events[j].summary` / `.data`); empty when none.
+    pub local_fields: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -190,10 +193,10 @@ async fn serve(
         .get("content-type")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
-    let (items, mode) = if method == Method::POST {
+    let (items, mode, local_fields) = if method == Method::POST {
         envelope_items(&body, gzip)
     } else {
-        (Vec::new(), None)
+        (Vec::new(), None, Vec::new())
     };
     let retry_after = resp
         .headers()
@@ -210,6 +213,7 @@ async fn serve(
             items,
             mode,
             retry_after,
+            local_fields,
         });
     }
     let mut out = (status, bytes).into_response();
@@ -222,21 +226,25 @@ async fn serve(
     out
 }
 
-fn envelope_items(body: &[u8], gzip: bool) -> (Vec<(String, u64, u64)>, Option<String>) {
+/// An envelope's (session, chunk index, chunk total) items, its mode, and the local-only fields
+/// it carried.
+type EnvelopeSeen = (Vec<(String, u64, u64)>, Option<String>, Vec<String>);
+
+fn envelope_items(body: &[u8], gzip: bool) -> EnvelopeSeen {
     let mut decoded = Vec::new();
     let bytes: &[u8] = if gzip {
         if flate2::read::MultiGzDecoder::new(body)
             .read_to_end(&mut decoded)
             .is_err()
         {
-            return (Vec::new(), None);
+            return (Vec::new(), None, Vec::new());
         }
         &decoded
     } else {
         body
     };
     let Ok(v) = serde_json::from_slice::<Value>(bytes) else {
-        return (Vec::new(), None);
+        return (Vec::new(), None, Vec::new());
     };
     let items = v["sessions"]
         .as_array()
@@ -252,7 +260,34 @@ fn envelope_items(body: &[u8], gzip: bool) -> (Vec<(String, u64, u64)>, Option<S
                 .collect()
         })
         .unwrap_or_default();
-    (items, v["mode"].as_str().map(str::to_owned))
+    (
+        items,
+        v["mode"].as_str().map(str::to_owned),
+        local_fields(&v),
+    )
+}
+
+/// The device-local fields of an envelope's sessions, by path.
+fn local_fields(envelope: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    for (i, s) in envelope["sessions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        if s.get("tokenSeries").is_some() {
+            found.push(format!("sessions[{i}].tokenSeries"));
+        }
+        for (j, e) in s["events"].as_array().into_iter().flatten().enumerate() {
+            for field in ["summary", "data"] {
+                if e.get(field).is_some() {
+                    found.push(format!("sessions[{i}].events[{j}].{field}"));
+                }
+            }
+        }
+    }
+    found
 }
 
 /// What the proxy does with the next connections.

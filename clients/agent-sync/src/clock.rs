@@ -37,6 +37,14 @@ impl FakeClock {
     }
 }
 
+/// A time on the lane's clock as people read it: RFC 3339 in UTC, to the second.
+pub fn utc_text(ms: i64) -> String {
+    chrono::DateTime::from_timestamp_millis(ms).map_or_else(
+        || format!("{ms} ms after the epoch"),
+        |t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    )
+}
+
 impl Clock for FakeClock {
     fn now_ms(&self) -> i64 {
         self.0.load(Ordering::SeqCst)

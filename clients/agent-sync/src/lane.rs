@@ -29,62 +29,35 @@
 //! every budget intact until the token recovers; `feature_disabled` parks it as capability-off
 //! and it probes again later; a 429 stops sending until its `Retry-After` has passed.
 //!
+//! Issue 21: every failed attempt the lane will repeat is a [`Waiting`] for the observer and
+//! [`Lane::waiting`] (point 8); a cold start lifts the outbox's deferral holds, so a token or
+//! policy fixed between two runs is found at once, the durable budgets still bounding restarts
+//! (point 10).
+//!
 //! The schedule's numbers are the spec's defaults ([`Settings::default`]). One setting, off by
 //! default, raises the pass sizes to the server's per-batch cap and lets a pass follow the last
 //! at once while work is due (bulk imports, benchmarks).
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use crate::answer::Answer;
 use crate::chunker::{self, Envelope, Mode, Unsendable};
 use crate::clock::Clock;
 use crate::dead_letter::{Class, Ladder};
+pub use crate::network::Network;
+pub use crate::observe::Observer;
+use crate::observe::{Failed, Request, Waiting};
 use crate::outcome::{Effect, LaneEffect, Outcome, classify};
 use crate::session::{LocalSession, SessionMeta};
+pub use crate::settings::Settings;
 use crate::state::{Pending, State, StateError};
 use crate::store::{SessionStore, StoreError};
-use crate::transport::{HelloAck, Transport, contradicts_hello};
+use crate::transport::{HELLO_PATH, HelloAck, SYNC_PATH, Transport, contradicts_hello};
 
 /// How often a refusal may be put down to a hello that changed (not counted against budgets).
 const HELLO_FORGIVE_EVERY_MS: i64 = 5 * 60 * 1000;
-
-/// The schedule (spec defaults).
-#[derive(Debug, Clone)]
-pub struct Settings {
-    pub tick: Duration,
-    pub incremental_every: Duration,
-    pub incremental_pass: usize,
-    pub backfill_pass: usize,
-    /// How long a deferring rejection holds a session.
-    pub defer: Duration,
-    /// How often an incremental pass re-checks every acknowledged session's revision and
-    /// artifact refs. The spec's default is every pass (`incremental_every`, 30 s); lengthening
-    /// it, for a store too large to list whole that often, is a deviation: a changed session is
-    /// then re-selected on the first pass after the interval rather than on the next one.
-    pub sweep_every: Duration,
-    /// How long a lane parked as capability-off waits before it tries again.
-    pub park_probe: Duration,
-    /// Off by default: pass sizes raised to the server's cap, passes back to back while work is due.
-    pub raise_pass_sizes: bool,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            tick: Duration::from_secs(5),
-            incremental_every: Duration::from_secs(30),
-            incremental_pass: 10,
-            backfill_pass: 3,
-            defer: Duration::from_secs(30),
-            sweep_every: Duration::from_secs(30),
-            park_probe: Duration::from_secs(5 * 60),
-            raise_pass_sizes: false,
-        }
-    }
-}
 
 /// Running, paused (credential lost) or parked (capability off).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,31 +67,6 @@ pub enum LaneStatus {
     Paused,
     /// `feature_disabled`: the org or the service switched the capability off.
     Parked,
-}
-
-/// Whether the device believes its connection is up (the app's network monitor sets it).
-#[derive(Debug, Clone)]
-pub struct Network(Arc<AtomicBool>);
-
-impl Default for Network {
-    fn default() -> Self {
-        Self(Arc::new(AtomicBool::new(true)))
-    }
-}
-
-impl Network {
-    pub fn set_online(&self, online: bool) {
-        self.0.store(online, Ordering::SeqCst);
-    }
-    pub fn is_online(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
-/// Observability hooks: every outcome with the number of sessions it concerned, every dead letter.
-pub trait Observer: Send + Sync {
-    fn outcome(&self, _outcome: Outcome, _sessions: usize) {}
-    fn dead_lettered(&self, _session_id: &str, _class: Class) {}
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -169,6 +117,8 @@ pub struct Lane<S: SessionStore> {
     hello_forgiven_ms: i64,
     counts: BTreeMap<Outcome, u64>,
     observer: Option<Box<dyn Observer>>,
+    /// The attempt that last failed, until its request succeeds.
+    waiting: Option<Waiting>,
 }
 
 impl<S: SessionStore> Lane<S> {
@@ -183,6 +133,7 @@ impl<S: SessionStore> Lane<S> {
         target: &str,
     ) -> Result<Self, LaneError> {
         state.release_deterministic()?;
+        state.lift_holds()?;
         Ok(Self {
             store,
             state,
@@ -201,6 +152,7 @@ impl<S: SessionStore> Lane<S> {
             hello_forgiven_ms: i64::MIN,
             counts: BTreeMap::new(),
             observer: None,
+            waiting: None,
         })
     }
 
@@ -230,9 +182,29 @@ impl<S: SessionStore> Lane<S> {
         &self.store
     }
 
-    /// Sessions per outcome since the lane started.
+    /// Sessions per outcome since the lane started (outcomes that concerned no session, such as
+    /// a refused hello, are left out: [`Lane::waiting`] says those).
     pub fn counts(&self) -> BTreeMap<&'static str, u64> {
-        self.counts.iter().map(|(o, n)| (o.name(), *n)).collect()
+        self.counts
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(o, n)| (o.name(), *n))
+            .collect()
+    }
+
+    /// What the lane is waiting for: the attempt that last failed, until its request succeeds.
+    pub fn waiting(&self) -> Option<&Waiting> {
+        self.waiting.as_ref()
+    }
+
+    /// The hello-ack in use, once the server answered one (or `404`).
+    pub fn hello(&self) -> Option<HelloAck> {
+        self.hello
+    }
+
+    /// The lane's clock, now.
+    pub fn now_ms(&self) -> i64 {
+        self.clock.now_ms()
     }
 
     /// Whether everything discovered so far has been delivered or set aside.
@@ -260,10 +232,15 @@ impl<S: SessionStore> Lane<S> {
 
     async fn tick_and_wait(&mut self) -> Result<(), LaneError> {
         let r = self.tick().await?;
-        if !(self.settings.raise_pass_sizes && r.more_due) {
-            tokio::time::sleep(self.settings.tick).await;
+        if let Some(pause) = self.pause_after(r) {
+            tokio::time::sleep(pause).await;
         }
         Ok(())
+    }
+
+    /// The pause the schedule asks for after a tick that reported `r` (`None`: on at once).
+    pub fn pause_after(&self, r: TickReport) -> Option<Duration> {
+        (!(self.settings.raise_pass_sizes && r.more_due)).then_some(self.settings.tick)
     }
 
     fn pass_size(&self, mode: Mode) -> usize {
@@ -305,6 +282,7 @@ impl<S: SessionStore> Lane<S> {
             match self.transport.hello().await {
                 Ok(ack) => {
                     self.hello = Some(ack);
+                    self.succeeded(Request::Hello);
                     if self.status == LaneStatus::Paused {
                         tracing::info!("token accepted again: lane resumed");
                         self.status = LaneStatus::Running;
@@ -317,6 +295,7 @@ impl<S: SessionStore> Lane<S> {
                         self.status = LaneStatus::Paused;
                     }
                     self.quiet_until_ms = self.at(now, self.settings.defer);
+                    self.failed(Request::Hello, &answer, outcome, now, self.quiet_until_ms);
                     return Ok(TickReport::default());
                 }
             }
@@ -520,7 +499,8 @@ impl<S: SessionStore> Lane<S> {
             Answer::Http { retry_after, .. } => retry_after.map(|r| r.delay_from(now)),
             _ => None,
         };
-        self.fail(&rows, outcome, effect, retry_after, now)?;
+        let next_try = self.fail(&rows, outcome, effect, retry_after, now)?;
+        self.failed(Request::Sync, &answer, outcome, now, next_try);
         Ok(Sent::Stopped)
     }
 
@@ -542,6 +522,7 @@ impl<S: SessionStore> Lane<S> {
             self.ladder.forget(&p.session_id);
         }
         self.record(Outcome::Synced, done.len());
+        self.succeeded(Request::Sync);
         if self.status == LaneStatus::Parked {
             tracing::info!("agent session sync is on again: lane unparked");
             self.status = LaneStatus::Running;
@@ -574,6 +555,7 @@ impl<S: SessionStore> Lane<S> {
         }
     }
 
+    /// Apply a failed batch's outcome; returns when the lane tries again.
     fn fail(
         &mut self,
         rows: &[&Pending],
@@ -581,19 +563,14 @@ impl<S: SessionStore> Lane<S> {
         effect: Effect,
         retry_after: Option<Duration>,
         now: i64,
-    ) -> Result<(), LaneError> {
+    ) -> Result<i64, LaneError> {
         self.record(outcome, rows.len());
         let ids: Vec<&str> = rows.iter().map(|r| r.session_id.as_str()).collect();
-        tracing::info!(
-            outcome = outcome.name(),
-            sessions = ids.len(),
-            "batch not acknowledged"
-        );
         if effect.dead_letter_now {
             for r in rows {
                 self.set_aside(r, outcome, now)?;
             }
-            return Ok(());
+            return Ok(self.at(now, self.settings.tick));
         }
         let mut spent = Vec::new();
         if let Some(b) = effect.budget {
@@ -617,7 +594,8 @@ impl<S: SessionStore> Lane<S> {
             self.state.defer(&held, self.at(now, wait))?;
         }
         match effect.lane {
-            LaneEffect::None => {}
+            LaneEffect::None if effect.defer => return Ok(self.at(now, wait)),
+            LaneEffect::None => return Ok(self.at(now, self.settings.tick)),
             LaneEffect::Pause => {
                 tracing::warn!("the device token was refused: lane paused until it works again");
                 self.status = LaneStatus::Paused;
@@ -632,7 +610,39 @@ impl<S: SessionStore> Lane<S> {
                 self.quiet_until_ms = self.at(now, retry_after.unwrap_or(self.settings.defer));
             }
         }
-        Ok(())
+        Ok(self.quiet_until_ms)
+    }
+
+    /// A failed attempt the lane will repeat: said to the observer and kept as [`Lane::waiting`].
+    fn failed(&mut self, request: Request, answer: &Answer, outcome: Outcome, now: i64, next: i64) {
+        let url = self.transport.url(match request {
+            Request::Hello => HELLO_PATH,
+            Request::Sync => SYNC_PATH,
+        });
+        let status = match answer {
+            Answer::Http { status, .. } => Some(*status),
+            _ => None,
+        };
+        let failed = Failed {
+            request,
+            url: &url,
+            outcome,
+            status,
+            now_ms: now,
+            next_try_ms: next,
+        };
+        let w = Waiting::after(self.waiting.as_ref(), failed);
+        tracing::info!(waiting = %w, "attempt failed; the lane tries again");
+        if let Some(o) = &self.observer {
+            o.waiting(&w);
+        }
+        self.waiting = Some(w);
+    }
+
+    fn succeeded(&mut self, request: Request) {
+        if self.waiting.as_ref().is_some_and(|w| w.request == request) {
+            self.waiting = None;
+        }
     }
 
     /// Dead-letter one session: deterministic (no window) or transient (the ladder's window).
@@ -674,6 +684,7 @@ impl<S: SessionStore> Lane<S> {
         self.transport.token().set(token);
         self.ladder = Ladder::default();
         self.hello = None;
+        self.waiting = None;
         self.status = LaneStatus::Running;
         self.quiet_until_ms = i64::MIN;
         self.next_incremental_ms = i64::MIN;

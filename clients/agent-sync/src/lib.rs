@@ -14,7 +14,9 @@
 //! - [`outcome`]: the error taxonomy and what each outcome does;
 //! - [`state`] and [`dead_letter`]: the cursor, the outbox and the dead-letter set in SQLite;
 //! - [`store`]: the app's session store (a trait), with an in-memory and a JSON-directory store;
-//! - [`lane`]: the schedule, [`Lane::tick`] and [`Lane::run`], with observability hooks.
+//! - [`settings`]: the schedule's numbers; [`lane`]: [`Lane::tick`] and [`Lane::run`];
+//! - [`observe`]: the observability hooks, and what the lane is waiting for;
+//! - [`push`]: a one-shot push (the CLI's), ended by what the lane came to.
 //!
 //! Embedding: build a [`Transport`] with the ingest base URL and the device token, open the
 //! [`State`] for the signed-in identity and compute target, and run a [`Lane`] over your store.
@@ -24,9 +26,13 @@ pub mod chunker;
 pub mod clock;
 pub mod dead_letter;
 pub mod lane;
+mod network;
+pub mod observe;
 pub mod outcome;
+pub mod push;
 pub mod redact;
 pub mod session;
+pub mod settings;
 pub mod state;
 pub mod store;
 pub mod transcripts;
@@ -34,6 +40,7 @@ pub mod transport;
 
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use lane::{Lane, LaneError, LaneStatus, Network, Observer, Settings, TickReport};
+pub use observe::{Request, Waiting};
 pub use outcome::Outcome;
 pub use session::LocalSession;
 pub use state::State;

@@ -456,6 +456,21 @@ impl State {
             .execute("DELETE FROM dead_letters WHERE retry_at_ms IS NULL", [])?)
     }
 
+    /// Every dead letter back to the outbox now, whatever its window (`push --retry-set-aside`,
+    /// issue 21 point 10); returns how many.
+    pub fn release_set_aside(&mut self) -> Result<usize, StateError> {
+        Ok(self.db.execute("DELETE FROM dead_letters", [])?)
+    }
+
+    /// A cold start tries at once: the deferral holds the last run left are lifted (issue 21,
+    /// point 10). Budgets are kept. Returns how many rows were held.
+    pub fn lift_holds(&mut self) -> Result<usize, StateError> {
+        Ok(self.db.execute(
+            "UPDATE outbox SET not_before_ms = 0 WHERE not_before_ms > 0",
+            [],
+        )?)
+    }
+
     pub fn dead_letters(&self) -> Result<Vec<DeadLetter>, StateError> {
         let mut q = self.db.prepare_cached(
             "SELECT session_id, class, reason, retry_at_ms FROM dead_letters ORDER BY seq",
@@ -712,5 +727,32 @@ mod tests {
             s.dead_letters().unwrap().last().unwrap().session_id,
             "s0002"
         );
+    }
+
+    #[test]
+    fn a_cold_start_lifts_the_holds_and_retry_set_aside_releases_every_dead_letter() {
+        let mut s = State::in_memory("ada", "t").unwrap();
+        s.seed(
+            &[meta("a", 1, "r"), meta("b", 2, "r"), meta("c", 3, "r")],
+            true,
+        )
+        .unwrap();
+        s.defer(&["a"], 30_000).unwrap();
+        s.count_failure(&["a"], Outcome::Validation, 3).unwrap();
+        let due = s.due(0, 10, true).unwrap();
+        assert_eq!(ids(&due), ["b", "c"]);
+        s.dead_letter(&due[0], Class::Transient, "validation", 0, Some(300_000))
+            .unwrap();
+        s.dead_letter(&due[1], Class::Deterministic, "oversize", 0, None)
+            .unwrap();
+        assert_eq!(s.lift_holds().unwrap(), 1);
+        assert_eq!(ids(&s.due(0, 10, true).unwrap()), ["a"], "held no more");
+        assert_eq!(
+            s.budget_of("a").unwrap(),
+            Some((Some("validation".to_owned()), 1)),
+            "budgets kept"
+        );
+        assert_eq!(s.release_set_aside().unwrap(), 2, "both classes, now");
+        assert_eq!(ids(&s.due(0, 10, true).unwrap()), ["a", "b", "c"]);
     }
 }

@@ -5,12 +5,16 @@
 //! is one pass, not the backlog. Two stores ship with the crate: [`MemoryStore`] (embedding
 //! tests, benchmarks) and [`JsonDirStore`] (the CLI: one JSON file per session).
 //!
+//! A `*.json` file of a [`JsonDirStore`] that is not a session is skipped, with a warning that
+//! names the file and where its parse failed, once per file while it stays so (issue 21, point
+//! 12: the listing runs every pass); [`JsonDirStore::skipped_files`] says how many are.
+//!
 //! A session whose `updatedAt` is not RFC 3339 cannot be placed against the cursor, so it is not
 //! in a listing's sessions; [`SessionStore::listing`] names it instead, and the lane reports it
 //! and sets it aside (spec, "Retries, backoff, and dead-lettering": a payload the device cannot
 //! produce is a deterministic dead letter) rather than letting it vanish.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -114,10 +118,14 @@ impl SessionStore for MemoryStore {
     }
 }
 
-/// A directory of `*.json` files, one [`LocalSession`] each (file name free, `sessionId` inside).
+/// A directory of `*.json` files, one [`LocalSession`] each (file name free, `sessionId` inside):
+/// the wire contract's session in camelCase, plus the local fields the lane strips
+/// (`tokenSeries`, an event's `summary` and `data`). `examples/sessions` is one.
 #[derive(Debug, Clone)]
 pub struct JsonDirStore {
     dir: PathBuf,
+    /// Files that are not sessions, each warned about once.
+    skipped: Arc<Mutex<BTreeSet<PathBuf>>>,
 }
 
 /// The fields discovery reads (the rest of the file is skipped, not kept).
@@ -137,6 +145,30 @@ impl JsonDirStore {
     pub fn new(dir: &Path) -> Self {
         Self {
             dir: dir.to_owned(),
+            skipped: Arc::default(),
+        }
+    }
+
+    /// How many `*.json` files the last listings skipped as not sessions.
+    pub fn skipped_files(&self) -> usize {
+        self.skipped.lock().map_or(0, |s| s.len())
+    }
+
+    /// Note whether `path` parsed; a file that does not is warned about once while it stays so.
+    fn note(&self, path: &Path, parsed: Result<(), &serde_json::Error>) {
+        let Ok(mut skipped) = self.skipped.lock() else {
+            return;
+        };
+        match parsed {
+            Ok(()) => {
+                skipped.remove(path);
+            }
+            Err(e) if skipped.insert(path.to_owned()) => tracing::warn!(
+                file = %path.display(),
+                error = %e,
+                "not a session file (a JSON object with sessionId, updatedAt, dataRevision); skipped"
+            ),
+            Err(_) => {}
         }
     }
 
@@ -175,10 +207,14 @@ impl SessionStore for JsonDirStore {
     fn listing(&self, after: Option<DateTime<Utc>>) -> Result<Listing, StoreError> {
         let mut out = Listing::default();
         for path in self.files()? {
-            let Ok(m) = serde_json::from_slice::<MetaOnly>(&self.read(&path)?) else {
-                tracing::warn!(file = %path.display(), "not a session file; skipped");
-                continue;
+            let m = match serde_json::from_slice::<MetaOnly>(&self.read(&path)?) {
+                Ok(m) => m,
+                Err(e) => {
+                    self.note(&path, Err(&e));
+                    continue;
+                }
             };
+            self.note(&path, Ok(()));
             let Some(updated_at) = m
                 .updated_at
                 .as_str()
@@ -275,6 +311,58 @@ mod tests {
         let l = JsonDirStore::new(&dir).listing(None).unwrap();
         assert_eq!(l.unreadable, ["missing", "number", "text"]);
         assert_eq!(l.sessions.len(), 1);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A `tracing` writer into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_session_is_warned_about_once_with_its_parse_position_and_counted() {
+        let dir = std::env::temp_dir().join(format!("agent-store-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("ok.json"),
+            serde_json::to_vec(&typical("ok", 1)).unwrap(),
+        )
+        .unwrap();
+        std::fs::write(dir.join("broken.json"), "{\"sessionId\": \"b\",\n  oops").unwrap();
+        let store = JsonDirStore::new(&dir);
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            for _ in 0..3 {
+                assert_eq!(store.listing(None).unwrap().sessions.len(), 1);
+            }
+        });
+        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        let warned: Vec<_> = log.lines().filter(|l| l.contains("broken.json")).collect();
+        assert_eq!(warned.len(), 1, "once over three listings: {log}");
+        assert!(warned[0].contains("line 2 column 3"), "{}", warned[0]);
+        assert_eq!(store.skipped_files(), 1);
+        // Repaired: no longer counted.
+        std::fs::write(
+            dir.join("broken.json"),
+            serde_json::to_vec(&typical("b", 1)).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(store.listing(None).unwrap().sessions.len(), 2);
+        assert_eq!(store.skipped_files(), 0);
         std::fs::remove_dir_all(dir).unwrap();
     }
 }

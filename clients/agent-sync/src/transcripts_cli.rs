@@ -7,9 +7,10 @@
 //! is acknowledged or set aside. `hook <event> --session S --file F` is what a desktop app's
 //! hooks call: `session-end`, `stop` and `subagent-stop` are terminal and flush the file now;
 //! any other event marks the file for the lane's next debounced flush in the state database and
-//! exits at once, without the network. Exit codes are `push`'s: 0 acknowledged, 2 set aside or
-//! still pending (a later push retries), 3 the token was refused, 4 transcripts are off (the
-//! org's policy, the transcript gate, or a server without the lane), 1 anything else.
+//! exits at once, without the network. Exit codes are `push`'s ([`crate::exit`]): 0
+//! acknowledged, 2 set aside or still pending (a later push retries), 3 the token was refused, 4
+//! transcripts are off (the org's policy, the transcript gate, or a server without the lane), 1
+//! anything else (a usage error too).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -23,6 +24,8 @@ use syncplane_agent::transport::DEFAULT_DEADLINE;
 use syncplane_agent::{
     JsonlDirSource, SystemClock, TokenHandle, TranscriptLane, TranscriptState, TranscriptTransport,
 };
+
+use crate::exit;
 
 /// The options every transcript command shares with `push`.
 #[derive(Args)]
@@ -126,32 +129,32 @@ fn lane<S: syncplane_agent::TranscriptSource>(
     )?)
 }
 
-fn exit(status: TranscriptStatus, pending: usize) -> ExitCode {
+fn exit_code(status: TranscriptStatus, pending: usize) -> ExitCode {
     match status {
-        TranscriptStatus::Running if pending == 0 => ExitCode::SUCCESS,
+        TranscriptStatus::Running if pending == 0 => exit::code(exit::DELIVERED),
         TranscriptStatus::Running => {
             eprintln!(
                 "syncplane-agent: {pending} transcript(s) set aside or pending; a later push retries them"
             );
-            ExitCode::from(2)
+            exit::code(exit::SET_ASIDE)
         }
         TranscriptStatus::Paused => {
             eprintln!(
                 "syncplane-agent: --token was refused (401): issue a new device token and pass it with --token"
             );
-            ExitCode::from(3)
+            exit::code(exit::TOKEN_REFUSED)
         }
         TranscriptStatus::Parked => {
             eprintln!(
                 "syncplane-agent: transcripts are disabled for this org (feature_disabled or transcripts_disabled)"
             );
-            ExitCode::from(4)
+            exit::code(exit::FEATURE_DISABLED)
         }
         TranscriptStatus::Idle => {
             eprintln!(
                 "syncplane-agent: the server has no transcript lane (no agentTranscriptUpload)"
             );
-            ExitCode::from(4)
+            exit::code(exit::FEATURE_DISABLED)
         }
     }
 }
@@ -171,7 +174,7 @@ pub async fn transcripts(command: TranscriptsCommand) -> anyhow::Result<ExitCode
         "{}",
         serde_json::json!({"status": status, "figures": lane.figures(), "deadLetters": dead})
     );
-    Ok(exit(status, dead + pending))
+    Ok(exit_code(status, dead + pending))
 }
 
 pub async fn hook(hook: Hook) -> anyhow::Result<ExitCode> {
@@ -184,7 +187,7 @@ pub async fn hook(hook: Hook) -> anyhow::Result<ExitCode> {
         let at = chrono::Utc::now().timestamp_millis()
             + i64::try_from(hook.debounce_ms).unwrap_or(i64::MAX / 2);
         state.schedule(&file, at)?;
-        return Ok(ExitCode::SUCCESS);
+        return Ok(exit::code(exit::DELIVERED));
     }
     let root = hook
         .dir
@@ -208,7 +211,7 @@ pub async fn hook(hook: Hook) -> anyhow::Result<ExitCode> {
         "{}",
         serde_json::json!({"status": status, "figures": lane.figures(), "deadLetters": dead})
     );
-    Ok(exit(status, dead + usize::from(pending)))
+    Ok(exit_code(status, dead + usize::from(pending)))
 }
 
 #[cfg(test)]

@@ -4,9 +4,11 @@
 //! client first asks `GET /api/agent-sessions/hello`; only when the hello-ack advertises
 //! `agentSessionSyncCompression` does it gzip, and the signal is the `Content-Encoding: gzip`
 //! header (the envelope's `encoding` field is informational). A server without hello (an older
-//! deploy answering 404) gets plain JSON: both skew directions degrade to uncompressed. The
-//! client's deadline sits below the server function's ceiling (10 s), so a slow upsert that still
-//! commits meets an idempotent retry rather than duplicated work.
+//! deploy answering 404) gets plain JSON: both skew directions degrade to uncompressed. The ack
+//! keeps that it was a 404 ([`HelloAck::answered`]): a URL that reaches no ingest function
+//! answers 404 too, and a one-shot push tells the two apart by the sync route's answer (issue 21,
+//! point 9). The client's deadline sits below the server function's ceiling (10 s), so a slow
+//! upsert that still commits meets an idempotent retry rather than duplicated work.
 //!
 //! A gzip body goes as `Content-Type: application/octet-stream`: a deployed API Gateway HTTP API
 //! hands `application/json` bodies to the function as text, where gzip bytes (not UTF-8) would
@@ -64,6 +66,11 @@ pub struct HelloAck {
     pub compression: bool,
     /// The server's caps, never looser than the contract's.
     pub limits: Limits,
+    /// Whether hello was answered. `false`: it was `404`, from a server older than hello, or
+    /// from a URL that reaches no ingest function at all (issue 21, point 9: `cargo lambda
+    /// watch` serves the function under `/lambda-url/ingest`); only a `404` on the sync route
+    /// as well tells the two apart.
+    pub answered: bool,
 }
 
 impl HelloAck {
@@ -71,6 +78,7 @@ impl HelloAck {
     pub const LEGACY: HelloAck = HelloAck {
         compression: false,
         limits: Limits::CONTRACT,
+        answered: false,
     };
 }
 
@@ -139,6 +147,11 @@ impl Transport {
         &self.token
     }
 
+    /// The URL of `path` (`HELLO_PATH`, `SYNC_PATH`) on this transport's server.
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
     /// Ask the server what it supports. `Err` is the answer when it is not a usable hello-ack.
     pub async fn hello(&self) -> Result<HelloAck, Answer> {
         let Some(token) = self.token.get() else {
@@ -146,7 +159,7 @@ impl Transport {
         };
         let sent = self
             .http
-            .get(format!("{}{HELLO_PATH}", self.base))
+            .get(self.url(HELLO_PATH))
             .bearer_auth(token)
             .send()
             .await;
@@ -169,7 +182,7 @@ impl Transport {
         let (content_type, encoding) = content_headers(envelope.gzip);
         let mut req = self
             .http
-            .post(format!("{}{SYNC_PATH}", self.base))
+            .post(self.url(SYNC_PATH))
             .bearer_auth(token)
             .header(reqwest::header::CONTENT_TYPE, content_type);
         if let Some(encoding) = encoding {
@@ -260,6 +273,7 @@ fn parse_hello(body: &[u8]) -> Option<HelloAck> {
             max_wire_bytes: cap("maxWireBytes", contract.max_wire_bytes),
             max_decoded_bytes: cap("maxDecodedBytes", contract.max_decoded_bytes),
         },
+        answered: true,
     })
 }
 

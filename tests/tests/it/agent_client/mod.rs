@@ -1,7 +1,8 @@
 //! The desktop agent client (`clients/agent-sync`, issue 14) end to end against the real ingest
 //! handler served on loopback, with real Postgres: delivery exactly once, chunk sequences, the
 //! schedule, the refusals that pause, park or wait, dead letters and how each class comes back,
-//! deploy skew, a faulty network, a crash, and the CLI's exit codes.
+//! deploy skew, a faulty network, a crash, the CLI's exit codes, and how a one-shot push ends
+//! what the lane would wait through (issue 21).
 
 mod backfill;
 mod cli;
@@ -16,3 +17,4 @@ mod refusals;
 mod skew;
 pub mod support;
 mod transcripts;
+mod waits;

@@ -279,14 +279,31 @@ pub fn push_command(
     token: &str,
     tick_ms: u32,
 ) -> std::process::Command {
-    let mut cmd =
-        std::process::Command::new(syncplane_tests::processes::workspace_bin("syncplane-agent"));
+    push_command_to(store, token, tick_ms, &env.server.url(), TARGET)
+}
+
+/// [`push_command`] against `url` for the compute target `target`.
+pub fn push_command_to(
+    store: &std::path::Path,
+    token: &str,
+    tick_ms: u32,
+    url: &str,
+    target: &str,
+) -> std::process::Command {
+    let mut cmd = agent_command();
     cmd.args(["push", "--store"])
         .arg(store)
-        .args(["--url", &env.server.url(), "--target", TARGET, "--tick-ms"])
+        .args(["--url", url, "--target", target, "--tick-ms"])
         .arg(tick_ms.to_string())
-        .env_clear()
-        .env("SYNCPLANE_AGENT_TOKEN", token)
+        .env("SYNCPLANE_AGENT_TOKEN", token);
+    cmd
+}
+
+/// The `syncplane-agent` binary with an empty environment, its output piped.
+pub fn agent_command() -> std::process::Command {
+    let mut cmd =
+        std::process::Command::new(syncplane_tests::processes::workspace_bin("syncplane-agent"));
+    cmd.env_clear()
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
@@ -330,4 +347,29 @@ pub fn transcript_lane(
     )
     .expect("transcript lane");
     (lane, clock)
+}
+
+/// An address nothing listens on.
+pub async fn closed_url() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    format!("http://{addr}")
+}
+
+/// A server that answers every request 404 with a page, as `cargo lambda watch` does for a path
+/// that is not a function's.
+pub async fn not_found_server() -> (String, tokio::task::JoinHandle<()>) {
+    let app = axum::Router::new().fallback(|| async {
+        (
+            axum::http::StatusCode::NOT_FOUND,
+            "function not found; available functions: ingest, sync-api, webhook",
+        )
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    (url, task)
 }
