@@ -37,3 +37,4 @@ for c in "${crates[@]}"; do
     --binary-name "$c" "$name"
 done
 echo "deployed; now run the migrations: aws lambda invoke --function-name ${SYNCPLANE_FUNCTION_PREFIX:-syncplane}-migrate --cli-binary-format raw-in-base64-out --payload '{\"action\":\"migrate\"}' /dev/stdout"
+echo "then the first org, user and device token: the same function's {\"action\":\"provision\",...} (docs/deploy.md, section 7)"

@@ -1,12 +1,16 @@
 //! Thin Lambda entry point of the migrate function: applies the embedded migrations to every
 //! tenant's database from inside the VPC, for the CloudFormation custom resource on every
-//! `sam deploy` or by hand (`{"action": "migrate"}`): `shared::schema::invoke::handle`.
-//! Configuration is read per invocation, inside the handler, so that even a configuration error
-//! is reported to CloudFormation instead of leaving the stack waiting; and the migration (its wait
-//! for the schema lock included) is bounded by the invocation's deadline, less the time to answer.
+//! `sam deploy` or by hand (`{"action": "migrate"}`: `shared::schema::invoke::handle`); and, by
+//! hand, provisions the first org, user, compute target and device token on a database only the
+//! VPC reaches (`{"action": "provision", ...}`, issue 21 point 15: `shared::ingest::admin`, which
+//! dispatches both). Configuration is read per invocation, inside the handler, so that even a
+//! configuration error is reported to CloudFormation instead of leaving the stack waiting; and
+//! the work (the migration's wait for the schema lock included) is bounded by the invocation's
+//! deadline, less the time to answer.
 
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use serde_json::Value;
+use shared::ingest::admin;
 use shared::schema::invoke;
 
 #[tokio::main]
@@ -26,7 +30,8 @@ async fn main() -> Result<(), Error> {
             shared::schema::migrate_summary(shared::config::from_env_resolved().await, finish_by)
                 .await
         };
-        Ok::<Value, Error>(invoke::handle(event.payload, http, answer_by, migrate).await?)
+        let config = shared::config::from_env_resolved;
+        Ok::<Value, Error>(admin::handle(event.payload, http, answer_by, migrate, config).await?)
     }))
     .await
 }

@@ -6,7 +6,10 @@
 //! A POST runs the contract's steps in order, cheapest and most abusable first, once
 //! [`admission`] gives it a slot: [`auth`] → [`decode`] (+ [`strict_json`]) → ownership → [`rate_limit`] → [`batch`] (schema
 //! parse) → org sync policy → feature gate → [`sanitize`] + [`upsert`]. [`handler`] wires them.
+//! [`provision`] creates who may sync; [`admin`] is the migrate function's `provision` action,
+//! which does it from inside the VPC.
 
+pub mod admin;
 pub mod admission;
 pub mod auth;
 pub mod batch;

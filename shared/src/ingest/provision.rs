@@ -1,10 +1,12 @@
 //! Provisioning who may sync: orgs (with sync policy, feature gate and frustration opt-in),
-//! users, compute targets and device tokens. The `syncplane` CLI and the tests call these.
+//! users, compute targets and device tokens. The `syncplane` CLI, the migrate function's
+//! `provision` action (`super::admin`, issue 21 point 15: inside the VPC, in one transaction) and
+//! the tests call these: each takes a pool or a connection (a transaction).
 //!
 //! A device token is 32 random bytes, shown once as `spd_<hex>`; only its SHA-256 is stored.
 
 use rand::RngCore;
-use sqlx::PgPool;
+use sqlx::{Acquire, PgExecutor, PgPool, Postgres};
 
 use super::auth::FEATURE_FLAG;
 use super::auth::token_hash;
@@ -20,8 +22,13 @@ pub struct NewOrg<'a> {
     pub frustration_opt_in: bool,
 }
 
-pub async fn create_org(pool: &PgPool, org: &NewOrg<'_>) -> Result<i64, sqlx::Error> {
-    let mut tx = pool.begin().await?;
+/// Create an org (and its sync policy row, when it has one) in one transaction: a savepoint when
+/// `db` is a transaction already.
+pub async fn create_org<'c>(
+    db: impl Acquire<'c, Database = Postgres>,
+    org: &NewOrg<'_>,
+) -> Result<i64, sqlx::Error> {
+    let mut tx = db.begin().await?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO orgs (name, session_sync_gate, frustration_opt_in) VALUES ($1, $2, $3)
          RETURNING id",
@@ -116,17 +123,21 @@ pub async fn set_global_feature(pool: &PgPool, enabled: bool) -> Result<(), sqlx
     Ok(())
 }
 
-pub async fn create_user(pool: &PgPool, org_id: i64, name: &str) -> Result<i64, sqlx::Error> {
+pub async fn create_user(
+    db: impl PgExecutor<'_>,
+    org_id: i64,
+    name: &str,
+) -> Result<i64, sqlx::Error> {
     sqlx::query_scalar("INSERT INTO users (org_id, name) VALUES ($1, $2) RETURNING id")
         .bind(org_id)
         .bind(name)
-        .fetch_one(pool)
+        .fetch_one(db)
         .await
 }
 
 /// Register a compute target (the client's `computeTargetId`) as the user's, in the user's org.
 pub async fn create_compute_target(
-    pool: &PgPool,
+    db: impl PgExecutor<'_>,
     user_id: i64,
     target_id: &str,
 ) -> Result<(), sqlx::Error> {
@@ -136,7 +147,7 @@ pub async fn create_compute_target(
     )
     .bind(target_id)
     .bind(user_id)
-    .execute(pool)
+    .execute(db)
     .await
     .and_then(|done| {
         if done.rows_affected() == 1 {
@@ -148,14 +159,23 @@ pub async fn create_compute_target(
 }
 
 /// A freshly issued token: show `token` once; it is not stored.
-#[derive(Debug)]
 pub struct IssuedToken {
     pub id: i64,
     pub token: String,
 }
 
+/// Without the token: a `{:?}` in a log line must not carry it.
+impl std::fmt::Debug for IssuedToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IssuedToken")
+            .field("id", &self.id)
+            .field("token", &"[shown once]")
+            .finish()
+    }
+}
+
 pub async fn issue_device_token(
-    pool: &PgPool,
+    db: impl PgExecutor<'_>,
     user_id: i64,
     label: Option<&str>,
 ) -> Result<IssuedToken, sqlx::Error> {
@@ -171,7 +191,7 @@ pub async fn issue_device_token(
     .bind(hash.as_slice())
     .bind(user_id)
     .bind(label)
-    .fetch_optional(pool)
+    .fetch_optional(db)
     .await?
     .ok_or(sqlx::Error::RowNotFound)?;
     Ok(IssuedToken { id, token })

@@ -1,5 +1,7 @@
 //! The migrate function's event: a CloudFormation custom resource request (every `sam deploy`) or
-//! `{"action": "migrate"}` (by hand, `aws lambda invoke`).
+//! `{"action": "migrate"}` (by hand, `aws lambda invoke`). Its third event, `{"action":
+//! "provision", ...}`, is answered above this layer (`crate::ingest::admin::handle`, which hands
+//! every other event here).
 //!
 //! CloudFormation waits for an answer PUT to the request's pre-signed `ResponseURL`, so every
 //! custom resource request is answered, whatever happens: `Create` and `Update` migrate and answer
@@ -95,7 +97,7 @@ pub struct CustomResourceResponse {
 #[derive(Debug, thiserror::Error)]
 pub enum InvokeError {
     #[error(
-        "unknown event: expected a CloudFormation custom resource request or {{\"action\": \"migrate\"}}"
+        "unknown event: expected a CloudFormation custom resource request, {{\"action\": \"migrate\"}} or {{\"action\": \"provision\", ...}}"
     )]
     UnknownEvent,
     #[error("{0}")]
