@@ -336,7 +336,16 @@ const SECRET_SOURCES: &[&str] = &[
     "clients/agent-sync/src/redact",
     "tests/src/redaction_corpus.rs",
 ];
-const SKIPPED_DIRS: &[&str] = &["target", ".git", "node_modules", ".syncplane"];
+const SKIPPED_DIRS: &[&str] = &["target", "node_modules"];
+
+/// Not the repository's text either: what tools install into a checkout. A hidden directory
+/// (`.git`, `.venv-sam` of `scripts/tools.sh`, `.aws-sam`, `.syncplane`) or any Python virtual
+/// environment holds thousands of third-party files, AWS's documented example keys among them;
+/// CI installs the SAM CLI into `.venv-sam` before the tests run, so counting them made the
+/// ordinary corpus depend on what was installed.
+fn installed_here(name: &str, path: &Path) -> bool {
+    name.starts_with('.') || SKIPPED_DIRS.contains(&name) || path.join("pyvenv.cfg").exists()
+}
 
 /// Test code is not ordinary either: it holds credentials on purpose (GitHub's documented
 /// example token, PEM fixtures, `postgres://app:<password>@` URLs for the log scrubber's tests),
@@ -373,7 +382,7 @@ pub fn sources(root: &Path) -> Vec<(String, String)> {
                 continue;
             }
             if path.is_dir() {
-                if !SKIPPED_DIRS.contains(&name.as_str()) {
+                if !installed_here(&name, &path) {
                     dirs.push(path);
                 }
             } else if path
@@ -541,4 +550,27 @@ fn image_line(r: &mut Rng, uuid: String) -> Value {
     let data = base64::engine::general_purpose::STANDARD.encode(bytes);
     json!({"type": "user", "uuid": uuid, "message": {"content": [{"type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": data}}]}})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_tools_install_into_the_checkout_is_not_ordinary_text() {
+        let root = std::env::temp_dir().join(format!("corpus-{}", std::process::id()));
+        let write = |rel: &str| {
+            let path = root.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, "text\n").unwrap();
+        };
+        write("src/lib.rs");
+        write(".venv-sam/lib/python3/site-packages/botocore/docs.md");
+        write("venv/pyvenv.cfg");
+        write("venv/lib/keys.py");
+        write("target/debug/build/out.rs");
+        let found: Vec<String> = sources(&root).into_iter().map(|(p, _)| p).collect();
+        std::fs::remove_dir_all(&root).unwrap();
+        assert_eq!(found, vec!["src/lib.rs".to_owned()]);
+    }
 }

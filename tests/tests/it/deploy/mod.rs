@@ -5,8 +5,8 @@
 
 mod cargo_lambda;
 mod events;
-mod local_database;
 mod guide;
+mod local_database;
 mod local_run;
 mod migrate;
 mod provision;
