@@ -83,7 +83,8 @@ pub async fn reap_and_drain(ws: &Workspace, drain_too: bool) -> anyhow::Result<V
     Ok(done)
 }
 
-async fn reap(
+/// Reap `tenant`'s dead runs (also `serve`'s upkeep for a tenant without a GitHub App).
+pub(crate) async fn reap(
     tenant: &str,
     pool: &sqlx::PgPool,
     grace: std::time::Duration,

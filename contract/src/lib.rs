@@ -113,6 +113,8 @@ pub mod code {
     pub const SERVER_BUSY: &str = "server_busy";
     /// 500: the database failed; nothing of the batch was stored.
     pub const INGESTION_FAILED: &str = "ingestion_failed";
+    /// 503: the database does not answer (`Retry-After`); nothing was read or stored.
+    pub const DATABASE_UNREACHABLE: &str = "database_unreachable";
 }
 
 /// The header values the contract gives a meaning (contract "Headers").

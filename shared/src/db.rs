@@ -1,7 +1,10 @@
 //! Postgres: pools and migrations.
 //!
 //! Connections are direct (no transaction-mode pooler): the engine's session advisory locks need a
-//! real session. Pools are small per execution environment; concurrency is clamped to them.
+//! real session. Pools are small per execution environment; concurrency is clamped to them, so a
+//! connection is never waited for long: a pool that has none within [`ACQUIRE_TIMEOUT`] is a
+//! database that does not answer ([`is_unreachable`]), which every HTTP surface answers 503
+//! `database_unreachable` within those seconds (issue 21 point 4), not 500 after a long wait.
 
 use std::time::Duration;
 
@@ -141,10 +144,41 @@ pub async fn reach(tenant: &TenantConfig) -> Result<(), Unreachable> {
     }
 }
 
+/// Longest wait for a pooled connection, connecting included (the pool retries a refused
+/// connection until then): past it the database counts as unreachable. The same bound as
+/// `GET /api/health`'s check; well above a healthy local or in-VPC connect (milliseconds).
+pub const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The stable code of an answer given because the database does not answer.
+pub const UNREACHABLE_CODE: &str = "database_unreachable";
+/// The `Retry-After` of that answer, in seconds.
+pub const UNREACHABLE_RETRY_AFTER_SECS: u64 = 5;
+
+/// Whether `e` says the database cannot be reached or used at all (no connection within
+/// [`ACQUIRE_TIMEOUT`], a transport or TLS failure, or the server refusing the connection:
+/// authentication, a missing database, shutting down, too many connections), rather than that
+/// one query failed.
+pub fn is_unreachable(e: &sqlx::Error) -> bool {
+    match e {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+            // 08: connection exception; 28: invalid authorization; 3D000: no such database;
+            // 53300: too many connections; 57P01-57P03: shutting down, cannot connect now.
+            code.starts_with("08")
+                || code.starts_with("28")
+                || matches!(&*code, "3D000" | "53300" | "57P01" | "57P02" | "57P03")
+        }),
+        _ => false,
+    }
+}
+
 fn pool_options(max_connections: u32) -> PgPoolOptions {
     PgPoolOptions::new()
         .max_connections(max_connections.max(1))
-        .acquire_timeout(Duration::from_secs(10))
+        .acquire_timeout(ACQUIRE_TIMEOUT)
         .idle_timeout(Duration::from_secs(300))
 }
 

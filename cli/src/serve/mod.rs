@@ -5,13 +5,23 @@
 //! Each request goes through the same conversion as in Lambda (an API Gateway v2 event read by
 //! lambda_http, `gateway`) to the same handler and schema check as the function binaries
 //! (`functions/*/src/main.rs`). Jobs run inline; with `SYNC_SCHEDULER=1` the tick function's
-//! logic runs every minute in a background task, as the EventBridge schedule runs it. Either way
-//! the transcript archive's retention (`transcripts.expire`, issue 20 §7) runs hourly on the
-//! store the ingest function here uses.
+//! logic runs every minute in a background task, as the EventBridge schedule runs it; without it,
+//! the upkeep the tick would do (`upkeep`). Either way the transcript archive's retention
+//! (`transcripts.expire`, issue 20 §7) runs hourly on the store the ingest function here uses.
+//!
+//! Issue 21: a database that does not answer is said at start, on one line naming its setting,
+//! host and port and the cause, and the server serves anyway (every route that needs the
+//! database answers 503 `database_unreachable` within `shared::db::ACQUIRE_TIMEOUT`); SIGINT and
+//! SIGTERM stop it gracefully, even when started with SIGINT ignored (`stop`).
 
 pub mod gateway;
 pub mod routes;
+pub mod stop;
+pub mod upkeep;
 
+pub use upkeep::spawn_upkeep;
+
+use std::future::IntoFuture;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -23,9 +33,8 @@ use http::StatusCode;
 use shared::app::AppState;
 use shared::config::{Config, JobsBackend};
 use shared::ingest::IngestState;
-use shared::scheduler::rules::retention_due;
 use shared::schema::SchemaGuard;
-use shared::worker::expire::{self, TranscriptArchive};
+use shared::worker::expire::TranscriptArchive;
 use shared::worker::tick::TickFunction;
 
 use routes::Function;
@@ -168,45 +177,6 @@ pub fn router(functions: Arc<Functions>) -> axum::Router {
     })
 }
 
-/// With the scheduler off (the local default), the upkeep the tick would do still runs on its
-/// cadence: dead runs reaped and waiting rerun markers drained, every [`TICK_INTERVAL`], so a
-/// request coalesced into a holder at its pass cap is not left waiting (issue 12 §4); and the
-/// transcript archive's retention on `archive` when [`retention_due`] (the first tick, then
-/// hourly), as the tick would submit it.
-pub fn spawn_upkeep(
-    tenants: Arc<shared::tenants::Tenants>,
-    archive: Option<TranscriptArchive>,
-) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut every = tokio::time::interval(TICK_INTERVAL);
-        every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let mut last_expire = None;
-        loop {
-            every.tick().await;
-            let ids: Vec<String> = tenants.ids().map(str::to_owned).collect();
-            for id in ids {
-                let done = match tenants.workspace(&id) {
-                    Ok(ws) => crate::upkeep::reap_and_drain(&ws, true).await,
-                    Err(e) => Err(e.into()),
-                };
-                if let Err(e) = done {
-                    tracing::warn!(tenant = %id, error = %e, "reap and drain failed");
-                }
-            }
-            let now = chrono::Utc::now();
-            if let Some(archive) = &archive
-                && retention_due(now, last_expire)
-            {
-                last_expire = Some(now);
-                let tenant = archive.tenant.as_str();
-                if let Err(e) = expire::expire(&tenants, Some(archive), tenant, now).await {
-                    tracing::warn!(tenant, error = %e, "transcripts expire failed");
-                }
-            }
-        }
-    })
-}
-
 /// The tick function's logic every [`TICK_INTERVAL`] (the first at start), inline jobs, with
 /// the transcript `archive` (`transcripts.expire`); `None` when `SYNC_SCHEDULER` is off (the
 /// local default).
@@ -233,7 +203,7 @@ pub fn spawn_scheduler(
     }))
 }
 
-/// `syncplane serve`: validate, bind, print the address, serve until the process is stopped.
+/// `syncplane serve`: validate, bind, print the address, serve until SIGINT or SIGTERM.
 pub async fn run(
     config: &Config,
     args: &ServeArgs,
@@ -246,6 +216,8 @@ pub async fn run(
         );
     }
     let functions = Arc::new(Functions::from_config(config).await?);
+    // Before the address is printed: a signal sent as soon as it is must be caught.
+    let signals = stop::StopSignals::install().context("cannot listen for SIGINT and SIGTERM")?;
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| {
@@ -257,6 +229,7 @@ pub async fn run(
     let addr = listener.local_addr()?;
     writeln!(out, "syncplane serve: listening on http://{addr}")?;
     out.flush()?;
+    let databases = tokio::spawn(say_unreachable(config.tenants.clone()));
     // The archive's retention runs on the store this server's ingest writes to.
     let store = functions.ingest.transcripts.store.clone();
     let archive = TranscriptArchive::first_tenant(config, store);
@@ -269,10 +242,59 @@ pub async fn run(
         scheduler = scheduler.is_some(),
         "serving webhook, sync-api and ingest (jobs inline)"
     );
-    // Until the process is stopped (Ctrl-C): nothing to flush, every job has answered.
-    axum::serve(listener, router(functions))
-        .await
-        .context("the server stopped")?;
-    drop((scheduler, upkeep));
+    let served = serve_until_stopped(listener, router(functions), signals).await;
+    for task in [Some(databases), scheduler, upkeep].into_iter().flatten() {
+        task.abort();
+    }
+    served?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each tenant's database tried once (at most `shared::db::REACH_TIMEOUT`); one that does not
+/// answer is one line on stderr: its setting, host, port and database (never the user or
+/// password), the cause, what to do, and that the server serves anyway.
+async fn say_unreachable(tenants: Vec<shared::config::TenantConfig>) {
+    for tenant in &tenants {
+        if let Err(e) = shared::db::reach(tenant).await {
+            eprintln!(
+                "syncplane serve: {e}; serving anyway: routes that need the database answer 503 \
+                 {} until it answers",
+                shared::db::UNREACHABLE_CODE
+            );
+        }
+    }
+}
+
+/// Serve until the first stop signal, then let the requests in flight finish (at most
+/// [`stop::GRACE`], or until a second signal).
+async fn serve_until_stopped(
+    listener: tokio::net::TcpListener,
+    app: axum::Router,
+    mut signals: stop::StopSignals,
+) -> anyhow::Result<()> {
+    let (stopping, stopped) = tokio::sync::oneshot::channel();
+    let server = axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            let name = signals.next().await;
+            let _ = stopping.send((name, signals));
+        })
+        .into_future();
+    tokio::pin!(server);
+    let (name, mut signals) = tokio::select! {
+        ended = &mut server => return ended.context("the server stopped"),
+        got = stopped => got.context("the stop signal was lost")?,
+    };
+    eprintln!(
+        "syncplane serve: {name}: stopping (the requests in flight get {} s; a second signal \
+         stops at once)",
+        stop::GRACE.as_secs()
+    );
+    tokio::select! {
+        ended = &mut server => ended.context("the server stopped")?,
+        () = tokio::time::sleep(stop::GRACE) => {
+            eprintln!("syncplane serve: requests still in flight after the grace; stopped");
+        }
+        again = signals.next() => eprintln!("syncplane serve: {again} again: stopped"),
+    }
+    Ok(())
 }

@@ -38,6 +38,9 @@ pub enum ApiError {
     QueueUnavailable,
     #[error("internal error")]
     Internal,
+    /// No connection within `db::ACQUIRE_TIMEOUT`, or the server refused one (`db::is_unreachable`).
+    #[error("the database does not answer")]
+    DatabaseUnreachable,
     /// The read-only token (`SYNC_READ_TOKEN`) on a route that changes state.
     #[error("the read-only token cannot request syncs")]
     ReadOnlyToken,
@@ -90,7 +93,9 @@ impl ApiError {
             | Self::InvalidRepository => StatusCode::BAD_REQUEST,
             Self::ReadOnlyToken => StatusCode::FORBIDDEN,
             Self::RepositoryBusy => StatusCode::CONFLICT,
-            Self::GithubNotConfigured | Self::QueueUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::GithubNotConfigured | Self::QueueUnavailable | Self::DatabaseUnreachable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::Github(e) => {
                 StatusCode::from_u16(e.http_status()).unwrap_or(StatusCode::BAD_GATEWAY)
             }
@@ -115,6 +120,7 @@ impl ApiError {
             Self::Github(e) => e.code(),
             Self::QueueUnavailable => "queue_unavailable",
             Self::Internal => "internal_error",
+            Self::DatabaseUnreachable => crate::db::UNREACHABLE_CODE,
             Self::ReadOnlyToken => "read_only_token",
             Self::UnknownParameter => "unknown_parameter",
             Self::InvalidLimit => "invalid_limit",
@@ -141,14 +147,23 @@ impl HttpError for ApiError {
     fn headers(&self) -> Vec<(&'static str, String)> {
         match self {
             Self::MethodNotAllowed { allow } => vec![("allow", (*allow).to_owned())],
+            Self::DatabaseUnreachable => vec![(
+                "retry-after",
+                crate::db::UNREACHABLE_RETRY_AFTER_SECS.to_string(),
+            )],
             _ => Vec::new(),
         }
     }
 }
 
-/// A database failure: logged with its detail, answered as 500 `internal_error`.
+/// A database failure: logged with its detail, answered as 500 `internal_error`, or 503
+/// `database_unreachable` when the database does not answer at all (`db::is_unreachable`).
 pub(crate) fn db_failure(context: &'static str) -> impl FnOnce(sqlx::Error) -> ApiError {
     move |e| {
+        if crate::db::is_unreachable(&e) {
+            tracing::warn!(error = %e, context, "sync API: the database does not answer");
+            return ApiError::DatabaseUnreachable;
+        }
         tracing::error!(error = %e, context, "sync API database failure");
         ApiError::Internal
     }

@@ -24,13 +24,14 @@ pub const REPOS_PATH: &str = "/api/repos";
 pub const RUNS_PATH: &str = "/api/sync/runs";
 
 /// What the function serves: the health route before the schema check (it reports the schema
-/// itself, and must answer while it is behind), everything else behind it.
+/// itself, and must answer while it is behind), everything else behind it (503 `schema_behind`,
+/// or 503 `database_unreachable` while the database does not answer).
 pub async fn serve(state: &AppState, schema: &SchemaGuard, req: Request) -> Response<Body> {
     if let Some(pool) = state.default_pool()
         && !health::is_health(&req)
-        && let Err(behind) = schema.check(pool).await
+        && let Err(refused) = schema.check(pool).await
     {
-        return error_response(&behind);
+        return error_response(&refused);
     }
     handle(state, req).await
 }

@@ -39,6 +39,10 @@ pub enum IngestError {
     /// The database failed; the detail was logged where it happened.
     #[error("ingestion failed")]
     IngestionFailed,
+    /// No connection within `db::ACQUIRE_TIMEOUT`, or the server refused one
+    /// (`db::is_unreachable`): nothing was read or stored.
+    #[error("the database does not answer")]
+    DatabaseUnreachable,
     /// Transcript lane: switched off globally (`feature_flags.agent_transcript_sync`) or for the
     /// org (`orgs.transcript_gate`).
     #[error("transcript sync is disabled for this organization")]
@@ -74,6 +78,7 @@ impl IngestError {
             Self::RateLimited { .. } | Self::ServerBusy { .. } => StatusCode::TOO_MANY_REQUESTS,
             Self::ChunkOutOfSequence => StatusCode::CONFLICT,
             Self::IngestionFailed => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::DatabaseUnreachable => StatusCode::SERVICE_UNAVAILABLE,
             Self::TranscriptsDisabled => StatusCode::FORBIDDEN,
             Self::OffsetMismatch { .. } | Self::UploadMissing => StatusCode::CONFLICT,
             Self::UploadExpired => StatusCode::GONE,
@@ -96,6 +101,7 @@ impl IngestError {
             Self::FeatureDisabled => Some(code::FEATURE_DISABLED),
             Self::ChunkOutOfSequence => Some(code::CHUNK_OUT_OF_SEQUENCE),
             Self::IngestionFailed => Some(code::INGESTION_FAILED),
+            Self::DatabaseUnreachable => Some(code::DATABASE_UNREACHABLE),
             Self::TranscriptsDisabled => Some(transcripts::TRANSCRIPTS_DISABLED),
             Self::OffsetMismatch { .. } => Some(transcripts::OFFSET_MISMATCH),
             Self::UploadMissing => Some(transcripts::UPLOAD_MISSING),
@@ -118,6 +124,10 @@ impl HttpError for IngestError {
                 vec![("retry-after", retry_after_secs.to_string())]
             }
             Self::MethodNotAllowed { allow } => vec![("allow", (*allow).to_owned())],
+            Self::DatabaseUnreachable => vec![(
+                "retry-after",
+                crate::db::UNREACHABLE_RETRY_AFTER_SECS.to_string(),
+            )],
             _ => Vec::new(),
         }
     }
@@ -132,9 +142,14 @@ impl HttpError for IngestError {
     }
 }
 
-/// A database failure: logged here with its detail, answered as 500 `ingestion_failed`.
+/// A database failure: logged here with its detail, answered as 500 `ingestion_failed`, or 503
+/// `database_unreachable` when the database does not answer at all (`db::is_unreachable`).
 pub(crate) fn db_failure(context: &'static str) -> impl FnOnce(sqlx::Error) -> IngestError {
     move |e| {
+        if crate::db::is_unreachable(&e) {
+            tracing::warn!(error = %e, context, "ingest: the database does not answer");
+            return IngestError::DatabaseUnreachable;
+        }
         tracing::error!(error = %e, context, "ingest database failure");
         IngestError::IngestionFailed
     }
@@ -158,5 +173,24 @@ mod tests {
             Some("chunk_out_of_sequence")
         );
         assert_eq!(IngestError::IngestionFailed.status(), 500);
+    }
+
+    #[test]
+    fn a_database_that_does_not_answer_is_503_database_unreachable_with_retry_after() {
+        let e = db_failure("test")(sqlx::Error::PoolTimedOut);
+        assert_eq!(
+            (e.status().as_u16(), e.code()),
+            (503, Some(crate::db::UNREACHABLE_CODE))
+        );
+        assert_eq!(
+            HttpError::headers(&e),
+            vec![("retry-after", "5".to_owned())]
+        );
+        let e = db_failure("test")(sqlx::Error::RowNotFound);
+        assert_eq!(
+            e.code(),
+            Some("ingestion_failed"),
+            "a failed query stays a 500"
+        );
     }
 }

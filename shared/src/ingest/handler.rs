@@ -44,10 +44,10 @@ struct BatchFacts {
 }
 
 /// What the function serves: the schema check (503 `schema_behind` while the database is
-/// behind this build), then [`handle`].
+/// behind this build, 503 `database_unreachable` while it does not answer), then [`handle`].
 pub async fn serve(state: &IngestState, schema: &SchemaGuard, req: Request) -> Response<Body> {
-    if let Err(behind) = schema.check(&state.pool).await {
-        return error_response(&behind);
+    if let Err(refused) = schema.check(&state.pool).await {
+        return error_response(&refused);
     }
     handle(state, req).await
 }

@@ -243,9 +243,21 @@ async fn lock_holder(conn: &mut PgConnection) -> Option<i32> {
     .flatten()
 }
 
+/// Postgres's notices are not sent while the migrations run (issue 21 point 6): the migrator's
+/// `CREATE TABLE IF NOT EXISTS _sqlx_migrations` would otherwise log `relation "_sqlx_migrations"
+/// already exists, skipping` at INFO on every run; warnings and errors still come through.
 async fn migrate_on(conn: &mut PgConnection) -> Result<Migrated, MigrateError> {
     let before = applied_versions(conn).await?;
-    MIGRATOR_AHEAD_OK.run(&mut *conn).await?;
+    sqlx::query("SET client_min_messages = warning")
+        .execute(&mut *conn)
+        .await?;
+    let ran = MIGRATOR_AHEAD_OK.run(&mut *conn).await;
+    // The session may go back to a pool: its notices as before.
+    let reset = sqlx::query("RESET client_min_messages")
+        .execute(&mut *conn)
+        .await;
+    ran?;
+    reset?;
     let after = applied_versions(conn).await?;
     Ok(Migrated {
         applied: after.difference(&before).copied().collect(),

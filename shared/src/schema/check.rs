@@ -7,6 +7,10 @@
 //! migration may land a moment later), and logged once. Each HTTP surface checks first, as the
 //! first step of its `serve`, and answers [`SchemaBehind`]'s 503 through `crate::http`. The functions that run jobs (worker,
 //! tick) use the same guard without its HTTP wording: `crate::worker::held`.
+//!
+//! A database that does not answer the check (`db::is_unreachable`) is answered at once, 503
+//! `database_unreachable` ([`Refusal`]; issue 21 point 4), instead of letting the request through
+//! to meet the same wait a second time in its handler.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,7 +20,7 @@ use http::StatusCode;
 use sqlx::{PgConnection, PgPool};
 
 use super::apply::applied_versions;
-use crate::db::MIGRATOR;
+use crate::db::{self, MIGRATOR};
 use crate::http::HttpError;
 
 /// How often a schema found behind is looked at again.
@@ -42,6 +46,40 @@ impl HttpError for SchemaBehind {
     }
     fn headers(&self) -> Vec<(&'static str, String)> {
         vec![("retry-after", "30".to_owned())]
+    }
+}
+
+/// What an HTTP function's schema check answers instead of serving: the check's one error type.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error(transparent)]
+    Behind(#[from] SchemaBehind),
+    /// The check found no connection within `db::ACQUIRE_TIMEOUT` (or the server refused it).
+    #[error("the database does not answer")]
+    DatabaseUnreachable,
+}
+
+/// Both enveloped 503s, each with its code and `Retry-After`.
+impl HttpError for Refusal {
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::Behind(b) => b.status(),
+            Self::DatabaseUnreachable => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+    fn code(&self) -> Option<&'static str> {
+        match self {
+            Self::Behind(b) => b.code(),
+            Self::DatabaseUnreachable => Some(db::UNREACHABLE_CODE),
+        }
+    }
+    fn headers(&self) -> Vec<(&'static str, String)> {
+        match self {
+            Self::Behind(b) => b.headers(),
+            Self::DatabaseUnreachable => {
+                vec![("retry-after", db::UNREACHABLE_RETRY_AFTER_SECS.to_string())]
+            }
+        }
     }
 }
 
@@ -108,9 +146,26 @@ impl SchemaGuard {
         }
     }
 
-    /// `Err` while the schema is behind the build; cheap once it has been found current.
-    pub async fn check(&self, pool: &PgPool) -> Result<(), SchemaBehind> {
-        let outcome = self.look(|| behind(pool)).await;
+    /// `Err` while the schema is behind the build, or when the database does not answer the
+    /// check; cheap once the schema has been found current (a later outage is then met, and
+    /// answered the same way, by the handler's own query).
+    pub async fn check(&self, pool: &PgPool) -> Result<(), Refusal> {
+        let unreachable = AtomicBool::new(false);
+        let outcome = self
+            .look(|| async {
+                let found = behind(pool).await;
+                if let Err(e) = &found
+                    && db::is_unreachable(e)
+                {
+                    tracing::warn!(error = %e, "schema check: the database does not answer; answering 503 database_unreachable");
+                    unreachable.store(true, Ordering::Relaxed);
+                }
+                found
+            })
+            .await;
+        if unreachable.load(Ordering::Relaxed) {
+            return Err(Refusal::DatabaseUnreachable);
+        }
         if let Err(b) = &outcome
             && !self.logged.swap(true, Ordering::Relaxed)
         {
@@ -121,7 +176,7 @@ impl SchemaGuard {
                  until then"
             );
         }
-        outcome
+        outcome.map_err(Refusal::Behind)
     }
 
     /// The check without the HTTP functions' log line (the caller says what it does instead):

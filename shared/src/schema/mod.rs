@@ -13,4 +13,4 @@ pub use apply::{
     DEFAULT_LOCK_WAIT, MIGRATE_ROOM, Migrated, MigrationError, lock_deadline, migrate_locked,
     migrate_locked_by, migrate_locked_until, migrate_summary, migrate_tenants,
 };
-pub use check::{SchemaBehind, SchemaGuard};
+pub use check::{Refusal, SchemaBehind, SchemaGuard};

@@ -97,12 +97,13 @@ impl HttpError for WebhookError {
 }
 
 /// What the function serves: the schema check of the default tenant's database (503
-/// `schema_behind` while it is behind this build), then [`handle`].
+/// `schema_behind` while it is behind this build, 503 `database_unreachable` while it does not
+/// answer), then [`handle`].
 pub async fn serve(state: &AppState, schema: &SchemaGuard, req: Request) -> Response<Body> {
     if let Some(pool) = state.default_pool()
-        && let Err(behind) = schema.check(pool).await
+        && let Err(refused) = schema.check(pool).await
     {
-        return error_response(&behind);
+        return error_response(&refused);
     }
     handle(state, req).await
 }

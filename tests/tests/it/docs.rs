@@ -75,6 +75,7 @@ fn ingest_errors() -> Vec<IngestError> {
         E::FeatureDisabled,
         E::ChunkOutOfSequence,
         E::IngestionFailed,
+        E::DatabaseUnreachable,
     ];
     for e in &all {
         match e {
@@ -89,7 +90,8 @@ fn ingest_errors() -> Vec<IngestError> {
             | E::ServerBusy { .. }
             | E::FeatureDisabled
             | E::ChunkOutOfSequence
-            | E::IngestionFailed => {}
+            | E::IngestionFailed
+            | E::DatabaseUnreachable => {}
             // The transcript lane's own answers: its wire contract's ([`transcript_errors`]).
             E::TranscriptsDisabled
             | E::OffsetMismatch { .. }
@@ -186,6 +188,7 @@ fn api_errors() -> Vec<ApiError> {
         E::GithubNotConfigured,
         E::QueueUnavailable,
         E::Internal,
+        E::DatabaseUnreachable,
         E::ReadOnlyToken,
         E::UnknownParameter,
         E::InvalidLimit,
@@ -216,6 +219,7 @@ fn api_errors() -> Vec<ApiError> {
             | E::Github(_)
             | E::QueueUnavailable
             | E::Internal
+            | E::DatabaseUnreachable
             | E::ReadOnlyToken
             | E::UnknownParameter
             | E::InvalidLimit

@@ -260,10 +260,7 @@ pub(crate) fn archive_failure(e: ArchiveError) -> IngestError {
         ArchiveError::UploadExpired => IngestError::UploadExpired,
         ArchiveError::BadSegment(why) => IngestError::bad_request(why),
         ArchiveError::Store(e) => store_failure(e),
-        ArchiveError::Db(e) => {
-            tracing::error!(error = %e, "transcript archive database failure");
-            IngestError::IngestionFailed
-        }
+        ArchiveError::Db(e) => super::error::db_failure("transcript archive")(e),
     }
 }
 

@@ -4,6 +4,7 @@
 
 mod events;
 mod serve;
+mod serve_lifecycle;
 mod sqs;
 pub mod support;
 mod sync_api;

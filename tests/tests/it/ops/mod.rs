@@ -1,7 +1,8 @@
 //! Operator safety (issue 12 §2 to §5): logs that never deadlock a command or spoil its JSON,
 //! logs that never show a secret whatever the filter, dead runs reaped and waiting markers
 //! drained without the scheduler, and runs that say when to retry; and issue 13 §5, §10, §11:
-//! metrics, the health route, an operator's errors and the CLI's rough edges. Real binaries where the
+//! metrics, the health route, an operator's errors and the CLI's rough edges; issue 21 point 4: a
+//! database that does not answer is 503 `database_unreachable` within seconds. Real binaries where the
 //! behaviour lives in the process (logging), real Postgres and the fake GitHub throughout.
 
 mod cli_edges;
@@ -12,6 +13,7 @@ mod logs;
 mod metrics;
 mod retry;
 mod secrets;
+mod unreachable;
 mod upkeep;
 mod watch_env;
 
