@@ -12,6 +12,7 @@ pub mod provision;
 pub mod report;
 pub mod search;
 pub mod serve;
+pub mod sessions;
 pub mod sync;
 pub mod transcripts;
 pub mod upkeep;
@@ -50,7 +51,8 @@ pub enum Command {
     /// Search the synced documents and READMEs (as GET /api/search). Exit status: 0 hits, 1
     /// none, 2 refused query.
     Search(search::SearchArgs),
-    /// Provision agent session ingest: orgs, users, compute targets, device tokens, read tokens.
+    /// Agent session ingest: provision orgs, users, compute targets, device tokens, read tokens;
+    /// list the sessions ingested (`ingest sessions`).
     #[command(subcommand)]
     Ingest(provision::IngestCommand),
     /// The transcript archive: `expire` deletes what the orgs' retention says is due.

@@ -1,5 +1,6 @@
-//! `syncplane ingest ...`: provisioning for agent session ingest, on the first configured
-//! tenant's database (the one the ingest function serves).
+//! `syncplane ingest ...`: provisioning for agent session ingest, and the listing of what it
+//! stored (`sessions`), on the first configured tenant's database (the one the ingest function
+//! serves).
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -7,6 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
 use shared::archive::retention;
+use shared::ingest::listing;
 use shared::ingest::provision::{self, NewOrg};
 use shared::ingest::transcripts::read_auth;
 use sqlx::PgPool;
@@ -118,6 +120,20 @@ pub enum IngestCommand {
         /// The token's id (printed on stderr by issue-read-token).
         token_id: i64,
     },
+    /// List the ingested sessions per org, newest first (by the device's update time): time,
+    /// compute target, session id, agent/model, event count, status, title.
+    Sessions {
+        /// Only this org (its id, printed by create-org); default: every org.
+        #[arg(long)]
+        org: Option<i64>,
+        /// Sessions shown per org (1 to 1000).
+        #[arg(long, default_value_t = listing::DEFAULT_LIMIT,
+              value_parser = clap::value_parser!(i64).range(1..=listing::MAX_LIMIT))]
+        limit: i64,
+        /// Print JSON: `[{"orgId", "org", "total", "sessions": [...]}]`.
+        #[arg(long)]
+        json: bool,
+    },
     /// Local demo only (`SYNCPLANE_LOCAL=1`, as `scripts/local.sh` sets): provision the org, user,
     /// compute target and device token the `events/ingest-*.json` samples carry. Idempotent.
     Demo,
@@ -161,14 +177,7 @@ pub async fn run(
             };
             set_org(&pool, org_id, flags, out).await?
         }
-        IngestCommand::SetGlobalFeature { state } => {
-            provision::set_global_feature(&pool, state.on()).await?;
-            writeln!(
-                out,
-                "agent session sync globally {}",
-                if state.on() { "on" } else { "off" }
-            )?;
-        }
+        IngestCommand::SetGlobalFeature { state } => set_global_feature(&pool, state, out).await?,
         IngestCommand::CreateUser { org_id, name } => {
             let id = provision::create_user(&pool, org_id, &name).await?;
             eprintln!("user {id} created in org {org_id}");
@@ -198,9 +207,24 @@ pub async fn run(
             }
             writeln!(out, "read token {token_id} revoked")?;
         }
-        IngestCommand::Demo => demo(&pool, out).await?,
+        IngestCommand::Sessions { org, limit, json } => {
+            crate::sessions::list(&pool, org, limit, json, out).await?;
+        }
+        IngestCommand::Demo => demo(&pool, config.local_run, out).await?,
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `set-global-feature`: the capability's global switch.
+async fn set_global_feature(
+    pool: &PgPool,
+    state: Switch,
+    out: &mut dyn Write,
+) -> anyhow::Result<()> {
+    provision::set_global_feature(pool, state.on()).await?;
+    let state = if state.on() { "on" } else { "off" };
+    writeln!(out, "agent session sync globally {state}")?;
+    Ok(())
 }
 
 /// `create-org`: the id alone on stdout, so scripts can take it; the sentence on stderr.
@@ -304,10 +328,11 @@ async fn issue_read_token(
 
 /// `demo`: local runs only. The samples' token is public: it must never open a deployed
 /// database.
-async fn demo(pool: &PgPool, out: &mut dyn Write) -> anyhow::Result<()> {
-    if std::env::var("SYNCPLANE_LOCAL").map_or(true, |v| v.is_empty() || v == "0") {
+async fn demo(pool: &PgPool, local_run: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    if !local_run {
         anyhow::bail!(
-            "SYNCPLANE_LOCAL: `ingest demo` provisions the public sample token, for local                      runs only; set SYNCPLANE_LOCAL=1 (scripts/local.sh does) to use it"
+            "SYNCPLANE_LOCAL: `ingest demo` provisions the public sample token, for local runs \
+             only; set SYNCPLANE_LOCAL=1 (scripts/local.sh does) to use it"
         );
     }
     let done = provision::demo(pool).await?;

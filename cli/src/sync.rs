@@ -1,6 +1,8 @@
 //! `syncplane sync [--repo owner/name] [--tenant id] [--json]`: a manual sync, run in this
 //! process through the same library calls the worker makes (`sync_all` for everything,
-//! `request_sync` for one repository, both with trigger `manual`).
+//! `request_sync` for one repository, both with trigger `manual`). One repository is described
+//! from its stored row when it has a healthy one, so an unchanged repository costs one conditional
+//! request (issue 21 point 17); the summary counts repositories, not passes (point 18).
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -9,8 +11,9 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, bail};
 use chrono::{DateTime, Utc};
 use shared::config::{Config, RepoName};
-use shared::sync::coalescing::{NoRowBusy, RequestOutcome, request_sync};
+use shared::sync::coalescing::{NoRowBusy, RequestOutcome, request_sync_since};
 use shared::sync::full::sync_all;
+use shared::sync::persist::stored_info;
 use shared::sync::repository::SyncError;
 use shared::sync::runs::{RunCounts, Stopped, Trigger};
 use shared::sync::workspace::{RunOptions, Workspace};
@@ -93,18 +96,19 @@ async fn sync_one(ws: &Workspace, name: &RepoName, progress: bool) -> anyhow::Re
     if progress {
         eprintln!("tenant {}: syncing {full_name}", ws.tenant);
     }
-    let info = ws
-        .client
-        .repo(&name.owner, &name.name)
-        .await
-        .with_context(|| format!("{full_name} on GitHub"))?;
-    let outcome = match with_progress(
-        progress,
-        ws,
-        request_sync(ws, &info, Trigger::Manual, NoRowBusy::Refuse),
-    )
-    .await
-    {
+    // The stored row when there is a healthy one: an unchanged repository then costs the one
+    // conditional head check (issue 21 point 17). Otherwise GitHub's answer, counted in the run.
+    let usage = ws.client.usage();
+    let info = match stored_info(&ws.pool, &name.owner, &name.name).await? {
+        Some(info) => info,
+        None => ws
+            .client
+            .repo(&name.owner, &name.name)
+            .await
+            .with_context(|| format!("{full_name} on GitHub"))?,
+    };
+    let request = request_sync_since(ws, &info, Trigger::Manual, NoRowBusy::Refuse, usage);
+    let outcome = match with_progress(progress, ws, request).await {
         Ok(outcome) => outcome,
         Err(SyncError::RunStopped(e)) => {
             let stop = Stopped::github(&e);

@@ -72,6 +72,11 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 /// 0 ≤ index < total ≤ 1000).
 pub const MAX_CHUNKS: u32 = 1000;
 
+/// At most this many strings in a session's `frustration.signals` (contract "Session": the one
+/// array of a session that is stored as sent, in its own column, so it is bounded like the
+/// envelope's `sessions`; issue 21 point 19). One more is `400`.
+pub const MAX_FRUSTRATION_SIGNALS: usize = 100;
+
 /// The envelope's and the session's string bounds, in Unicode characters (contract "Envelope",
 /// "Session" and "Event": lengths count characters, not bytes).
 pub mod chars {

@@ -77,7 +77,7 @@ pub fn deployed_backend(config: &Config, get: impl Fn(&str) -> Option<String>) -
         BackendCheck::Fine
     } else if get("AWS_EXECUTION_ENV").is_some() {
         BackendCheck::InlineDeployed
-    } else if get("SYNCPLANE_LOCAL").is_some_and(|v| !v.is_empty() && v != "0") {
+    } else if crate::config::local_run(&get) {
         BackendCheck::Fine
     } else {
         BackendCheck::InlineUnderEmulator

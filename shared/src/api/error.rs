@@ -44,10 +44,16 @@ pub enum ApiError {
     /// The read-only token (`SYNC_READ_TOKEN`) on a route that changes state.
     #[error("the read-only token cannot request syncs")]
     ReadOnlyToken,
-    #[error("a query parameter is not one this route takes, or appears twice")]
-    UnknownParameter,
-    #[error("limit must be a whole number in the route's range")]
-    InvalidLimit,
+    /// A query parameter the route does not take, or one given twice (issue 21 point 14: the
+    /// message names it; see [`BadParameter`]).
+    #[error("{0}")]
+    UnknownParameter(BadParameter),
+    /// `limit` outside `1..=max` (the message names the range).
+    #[error("limit must be a whole number from 1 to {max}")]
+    InvalidLimit { max: i64 },
+    /// A parameter the route requires is absent (the message names it).
+    #[error("the query parameter {0:?} is required")]
+    MissingParameter(&'static str),
     #[error("the cursor is not one this request handed out")]
     InvalidCursor,
     #[error("the path must be relative, without '.' or '..' segments, NUL or bad percent-encoding")]
@@ -84,8 +90,9 @@ impl ApiError {
             Self::Unauthenticated => StatusCode::UNAUTHORIZED,
             Self::InvalidJson
             | Self::BadRequest(_)
-            | Self::UnknownParameter
-            | Self::InvalidLimit
+            | Self::UnknownParameter(_)
+            | Self::InvalidLimit { .. }
+            | Self::MissingParameter(_)
             | Self::InvalidCursor
             | Self::InvalidPath
             | Self::InvalidQuery
@@ -122,8 +129,9 @@ impl ApiError {
             Self::Internal => "internal_error",
             Self::DatabaseUnreachable => crate::db::UNREACHABLE_CODE,
             Self::ReadOnlyToken => "read_only_token",
-            Self::UnknownParameter => "unknown_parameter",
-            Self::InvalidLimit => "invalid_limit",
+            Self::UnknownParameter(_) => "unknown_parameter",
+            Self::InvalidLimit { .. } => "invalid_limit",
+            Self::MissingParameter(_) => "missing_parameter",
             Self::InvalidCursor => "invalid_cursor",
             Self::InvalidPath => "invalid_path",
             Self::InvalidQuery => "invalid_query",
@@ -152,6 +160,57 @@ impl HttpError for ApiError {
                 crate::db::UNREACHABLE_RETRY_AFTER_SECS.to_string(),
             )],
             _ => Vec::new(),
+        }
+    }
+}
+
+/// What was wrong with a query parameter, for [`ApiError::UnknownParameter`]'s message: the name
+/// as sent when it looks like a parameter name (at most [`SHOWN_NAME_CHARS`] of `A-Za-z0-9._-`),
+/// else no name at all, so the message never echoes arbitrary input; and the names the route takes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BadParameter {
+    /// A name the route does not take.
+    Unknown {
+        name: Option<String>,
+        known: &'static [&'static str],
+    },
+    /// A name given more than once where one value is expected.
+    Repeated(String),
+}
+
+/// The longest parameter name a message repeats.
+pub const SHOWN_NAME_CHARS: usize = 40;
+
+impl BadParameter {
+    /// `name` (as sent) is not one of `known`.
+    pub fn unknown(name: &str, known: &'static [&'static str]) -> Self {
+        let shown = (!name.is_empty()
+            && name.len() <= SHOWN_NAME_CHARS
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')))
+        .then(|| name.to_owned());
+        Self::Unknown { name: shown, known }
+    }
+}
+
+impl std::fmt::Display for BadParameter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Unknown { name, known } => {
+                match name {
+                    Some(n) => write!(f, "unknown query parameter {n:?}")?,
+                    None => f.write_str("unknown query parameter")?,
+                }
+                if known.is_empty() {
+                    f.write_str("; this route takes none but tenant")
+                } else {
+                    write!(f, "; this route takes {} (and tenant)", known.join(", "))
+                }
+            }
+            Self::Repeated(name) => {
+                write!(f, "the query parameter {name:?} is given more than once")
+            }
         }
     }
 }

@@ -11,5 +11,5 @@ pub mod openapi;
 pub mod read;
 pub mod sync;
 
-pub use error::ApiError;
+pub use error::{ApiError, BadParameter};
 pub use handler::{handle, serve};

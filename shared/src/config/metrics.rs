@@ -21,8 +21,7 @@ impl Settings {
     /// Read `SYNC_METRICS` and `SYNC_METRICS_NAMESPACE` through `get` (blank values are unset).
     pub fn from_lookup(get: &impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
         // As the scheduler: `cargo lambda watch` also names the function, the local run says so.
-        let deployed =
-            get("AWS_LAMBDA_FUNCTION_NAME").is_some() && get("SYNCPLANE_LOCAL").is_none();
+        let deployed = get("AWS_LAMBDA_FUNCTION_NAME").is_some() && !super::local_run(get);
         let enabled = match get("SYNC_METRICS").map(|v| v.trim().to_ascii_lowercase()) {
             None => deployed,
             Some(v) if v == "emf" || v == "on" || v == "1" => true,

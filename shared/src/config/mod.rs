@@ -83,6 +83,8 @@ pub struct Config {
     pub metrics: metrics::Settings,
     /// `TRANSCRIPT_*`, `AWS_ENDPOINT_URL_S3` ([`transcripts`]).
     pub transcripts: transcripts::TranscriptSettings,
+    /// `SYNCPLANE_LOCAL`: this process is part of a local run ([`local_run`]).
+    pub local_run: bool,
 }
 
 impl Config {
@@ -118,7 +120,8 @@ pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, Co
     };
     let jobs = jobs_backend(&get)?;
 
-    let deployed = get("AWS_LAMBDA_FUNCTION_NAME").is_some() && get("SYNCPLANE_LOCAL").is_none();
+    let local = local_run(&lookup);
+    let deployed = get("AWS_LAMBDA_FUNCTION_NAME").is_some() && !local;
     let scheduler_enabled = match get("SYNC_SCHEDULER") {
         None => deployed,
         Some(v) => parse_bool("SYNC_SCHEDULER", &v)?,
@@ -142,6 +145,21 @@ pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Config, Co
         ingest_max_in_flight,
         metrics: metrics::Settings::from_lookup(&get)?,
         transcripts: transcripts::TranscriptSettings::from_lookup(&get)?,
+        local_run: local,
+    })
+}
+
+/// `SYNCPLANE_LOCAL`, the one rule every reader uses (issue 21 point 20): `scripts/local.sh` sets
+/// it to `1` to say "this is a local run". Unset, blank, `0`, `false`, `off` or `no` (any case,
+/// spaces trimmed) mean not local; any other value means local. A local run is never "deployed"
+/// for the scheduler's and the metrics' defaults, its inline jobs draw no start-up warning, and
+/// `syncplane ingest demo` may provision the public sample token.
+pub fn local_run(lookup: impl Fn(&str) -> Option<String>) -> bool {
+    lookup("SYNCPLANE_LOCAL").is_some_and(|v| {
+        !matches!(
+            v.trim().to_ascii_lowercase().as_str(),
+            "" | "0" | "false" | "off" | "no"
+        )
     })
 }
 
@@ -216,6 +234,43 @@ mod tests {
         assert!(!off.scheduler_enabled);
         let err = cfg(&[DB, ("SYNC_SCHEDULER", "maybe")]).unwrap_err();
         assert_eq!(err.variable, "SYNC_SCHEDULER");
+    }
+
+    /// Issue 21 point 20: one rule for `SYNCPLANE_LOCAL`, the same for every reader (the
+    /// scheduler's and the metrics' defaults, the inline-jobs warning, `ingest demo`).
+    #[test]
+    fn syncplane_local_is_one_rule_blank_0_false_off_no_are_unset_any_other_value_is_local() {
+        let lambda = ("AWS_LAMBDA_FUNCTION_NAME", "tick");
+        for unset in [
+            None,
+            Some(""),
+            Some("  "),
+            Some("0"),
+            Some("false"),
+            Some("OFF"),
+            Some("no"),
+        ] {
+            let pairs: Vec<(&str, &str)> = [DB, lambda]
+                .into_iter()
+                .chain(unset.map(|v| ("SYNCPLANE_LOCAL", v)))
+                .collect();
+            let c = cfg(&pairs).unwrap();
+            assert!(!c.local_run, "{unset:?}");
+            assert!(
+                c.scheduler_enabled,
+                "{unset:?}: deployed, so the scheduler is on"
+            );
+            assert!(c.metrics.enabled, "{unset:?}: deployed, so metrics are on");
+        }
+        for local in ["1", "true", "yes", " 1 ", "anything"] {
+            let c = cfg(&[DB, lambda, ("SYNCPLANE_LOCAL", local)]).unwrap();
+            assert!(c.local_run, "{local:?}");
+            assert!(
+                !c.scheduler_enabled,
+                "{local:?}: a local run is not deployed"
+            );
+            assert!(!c.metrics.enabled, "{local:?}");
+        }
     }
 
     #[test]

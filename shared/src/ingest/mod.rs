@@ -1,7 +1,7 @@
 //! The cloud side of the desktop clients' agent session sync, metadata lane, schema version 2
-//! (`contracts/agent-session-sync-v2.md`): the ingest endpoint and the provisioning of who may
-//! use it. The wire contract's numbers, codes and names are the `syncplane_contract` crate's,
-//! shared with the desktop client.
+//! (`contracts/agent-session-sync-v2.md`): the ingest endpoint, the provisioning of who may use
+//! it, and [`listing`], what was ingested (`syncplane ingest sessions`). The wire contract's
+//! numbers, codes and names are the `syncplane_contract` crate's, shared with the desktop client.
 //!
 //! A POST runs the contract's steps in order, cheapest and most abusable first, once
 //! [`admission`] gives it a slot: [`auth`] → [`decode`] (+ [`strict_json`]) → ownership → [`rate_limit`] → [`batch`] (schema
@@ -17,6 +17,7 @@ pub mod decode;
 pub mod error;
 pub mod event_rows;
 pub mod handler;
+pub mod listing;
 pub mod provision;
 pub mod rate_limit;
 pub mod sanitize;

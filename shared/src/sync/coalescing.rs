@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::github::RepoInfo;
+use crate::github::{RepoInfo, Usage};
 use crate::sync::failure::DATABASE_ERROR;
 use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::repository::{RepoOutcome, SyncError, sync_repository};
@@ -80,6 +80,19 @@ pub async fn request_sync(
     trigger: Trigger,
     no_row: NoRowBusy,
 ) -> Result<RequestOutcome, SyncError> {
+    request_sync_since(ws, repo, trigger, no_row, ws.client.usage()).await
+}
+
+/// [`request_sync`], the run's GitHub counts taken from the `since` reading of the client's usage:
+/// a caller that asked GitHub about the repository first (`syncplane sync --repo` for a
+/// repository with no stored row) counts that request in the run (issue 21 point 17).
+pub async fn request_sync_since(
+    ws: &Workspace,
+    repo: &RepoInfo,
+    trigger: Trigger,
+    no_row: NoRowBusy,
+    since: Usage,
+) -> Result<RequestOutcome, SyncError> {
     let has_row = set_marker(ws, repo.github_id).await?;
     let key = repo_key(repo.github_id);
     let mut wait = ws.options.no_row_retry_first;
@@ -114,10 +127,9 @@ pub async fn request_sync(
             return Err(e.into());
         }
     };
-    let usage_before = ws.client.usage();
     let mut counts = RunCounts::default();
     let result = run_passes(ws, repo, lock, &mut counts, Some(&mut run)).await;
-    counts.record_usage(&ws.client.usage().since(&usage_before));
+    counts.record_usage(&ws.client.usage().since(&since));
     match result {
         Ok(passes) => {
             let status = if counts.repos_failed > 0 {
@@ -161,12 +173,32 @@ pub fn stopped(e: &SyncError) -> Stopped {
 /// Run passes for one repository while its marker asks for more, starting with `lock` held.
 /// Returns the number of passes run. Used by `request_sync`, the full run and the drain; with
 /// `run`, its run lock is checked after each pass (a run that lost its lock stops).
+///
+/// The documents each pass wrote add up; the repository counts once, however many passes it took
+/// (issue 21 point 18: two passes over one repository are "1 synced", not 2), as [`RepoTally`]
+/// says, also when a later pass stops the run.
 pub async fn run_passes(
     ws: &Workspace,
     repo: &RepoInfo,
     first_lock: HeldLock,
     counts: &mut RunCounts,
+    run: Option<&mut Run>,
+) -> Result<u32, SyncError> {
+    let mut tally = RepoTally::default();
+    let result = passes(ws, repo, first_lock, counts, run, &mut tally).await;
+    tally.count_into(counts);
+    result
+}
+
+/// The passes of [`run_passes`], each outcome's documents added to `counts` and its kind to
+/// `tally`.
+async fn passes(
+    ws: &Workspace,
+    repo: &RepoInfo,
+    first_lock: HeldLock,
+    counts: &mut RunCounts,
     mut run: Option<&mut Run>,
+    tally: &mut RepoTally,
 ) -> Result<u32, SyncError> {
     let key = repo_key(repo.github_id);
     let mut lock = first_lock;
@@ -176,7 +208,8 @@ pub async fn run_passes(
         lock.release().await;
         passes += 1;
         let outcome = result?;
-        tally(counts, &outcome);
+        add_content(counts, &outcome);
+        tally.pass(&outcome);
         let run_alive = match run.as_deref_mut() {
             Some(run) => run.lock_held().await,
             None => true,
@@ -226,20 +259,106 @@ async fn one_pass(
     Ok(outcome)
 }
 
-pub fn tally(counts: &mut RunCounts, outcome: &RepoOutcome) {
+/// The documents one pass wrote.
+fn add_content(counts: &mut RunCounts, outcome: &RepoOutcome) {
     match outcome {
-        RepoOutcome::Unchanged => counts.repos_unchanged += 1,
-        RepoOutcome::AlreadyCurrent { .. } => {
-            counts.repos_unchanged += 1;
-            counts.repos_already_current += 1;
+        RepoOutcome::Synced(c) | RepoOutcome::Failed { counts: c, .. } => counts.add_content(c),
+        RepoOutcome::Unchanged | RepoOutcome::AlreadyCurrent { .. } => {}
+    }
+}
+
+/// What the passes over one repository came to, counted once: failed when the last pass failed;
+/// else synced when any pass wrote; else unchanged (and already current when a pass found the
+/// content an earlier run recorded failed had committed).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct RepoTally {
+    passes: u32,
+    last_failed: bool,
+    synced: bool,
+    already_current: bool,
+}
+
+impl RepoTally {
+    /// One more pass.
+    pub fn pass(&mut self, outcome: &RepoOutcome) {
+        self.passes += 1;
+        self.last_failed = matches!(outcome, RepoOutcome::Failed { .. });
+        self.synced |= matches!(outcome, RepoOutcome::Synced(_));
+        self.already_current |= matches!(outcome, RepoOutcome::AlreadyCurrent { .. });
+    }
+
+    /// Count the repository in `counts` (nothing when no pass finished).
+    pub fn count_into(&self, counts: &mut RunCounts) {
+        if self.passes == 0 {
+            return;
         }
-        RepoOutcome::Synced(c) => {
-            counts.repos_synced += 1;
-            counts.add_content(c);
-        }
-        RepoOutcome::Failed { counts: c, .. } => {
+        if self.last_failed {
             counts.repos_failed += 1;
-            counts.add_content(c);
+        } else if self.synced {
+            counts.repos_synced += 1;
+        } else {
+            counts.repos_unchanged += 1;
+            counts.repos_already_current += u32::from(self.already_current);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::failure::RepoFailure;
+    use crate::sync::persist::Counts;
+
+    fn counted(outcomes: &[RepoOutcome]) -> RunCounts {
+        let mut tally = RepoTally::default();
+        let mut counts = RunCounts::default();
+        for o in outcomes {
+            add_content(&mut counts, o);
+            tally.pass(o);
+        }
+        tally.count_into(&mut counts);
+        counts
+    }
+
+    fn synced(added: u32) -> RepoOutcome {
+        RepoOutcome::Synced(Counts {
+            added,
+            ..Counts::default()
+        })
+    }
+
+    /// Issue 21 point 18: passes are not repositories.
+    #[test]
+    fn a_repository_synced_in_two_passes_counts_once_with_both_passes_documents() {
+        let c = counted(&[synced(2), synced(1)]);
+        assert_eq!(
+            (c.repos_synced, c.repos_unchanged, c.repos_failed),
+            (1, 0, 0)
+        );
+        assert_eq!(c.docs_added, 3, "each pass's documents add up");
+        let c = counted(&[synced(2), RepoOutcome::Unchanged]);
+        assert_eq!(
+            (c.repos_synced, c.repos_unchanged),
+            (1, 0),
+            "written, then current"
+        );
+        let c = counted(&[RepoOutcome::Unchanged, RepoOutcome::Unchanged]);
+        assert_eq!((c.repos_synced, c.repos_unchanged), (0, 1));
+        let failed = RepoOutcome::Failed {
+            failure: RepoFailure::FetchIncomplete,
+            counts: Counts::default(),
+        };
+        let c = counted(&[synced(1), failed]);
+        assert_eq!(
+            (c.repos_synced, c.repos_failed),
+            (0, 1),
+            "the last pass decides a failure"
+        );
+        let c = counted(&[
+            RepoOutcome::AlreadyCurrent { written_by_run: 7 },
+            RepoOutcome::Unchanged,
+        ]);
+        assert_eq!((c.repos_unchanged, c.repos_already_current), (1, 1));
+        assert_eq!(counted(&[]), RunCounts::default(), "no pass, no repository");
     }
 }

@@ -14,6 +14,7 @@ use crate::github::{GithubError, RepoInfo};
 use crate::sync::coalescing::{run_passes, stopped};
 use crate::sync::head_batch::{self, Scope};
 use crate::sync::lock::{HeldLock, repo_key};
+use crate::sync::persist::StoredInfo;
 use crate::sync::removal::{self, RemovalError, selected};
 use crate::sync::repository::SyncError;
 use crate::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
@@ -183,42 +184,16 @@ pub async fn drain_sync_requests(
     finish(ws, run, counts, result).await.map(Some)
 }
 
-#[derive(sqlx::FromRow)]
-struct WaitingRow {
-    github_id: i64,
-    owner: String,
-    name: String,
-    default_branch: Option<String>,
-    private: bool,
-    archived: bool,
-    html_url: Option<String>,
-    description: Option<String>,
-    node_id: Option<String>,
-}
-
 /// Repositories with a waiting marker, oldest request first, described from their stored rows.
 async fn waiting(ws: &Workspace) -> Result<Vec<RepoInfo>, sqlx::Error> {
-    let rows: Vec<WaitingRow> = sqlx::query_as(
+    let rows: Vec<StoredInfo> = sqlx::query_as(
         "SELECT github_id, owner, name, default_branch, private, archived, html_url, description,
                 node_id
          FROM repos WHERE sync_requested_at IS NOT NULL ORDER BY sync_requested_at",
     )
     .fetch_all(&ws.pool)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| RepoInfo {
-            github_id: r.github_id,
-            owner: r.owner,
-            name: r.name,
-            private: r.private,
-            archived: r.archived,
-            default_branch: r.default_branch,
-            html_url: r.html_url,
-            description: r.description,
-            node_id: r.node_id,
-        })
-        .collect())
+    Ok(rows.into_iter().map(RepoInfo::from).collect())
 }
 
 /// Drain: the waiting repositories' heads are read in GraphQL batches first; an unchanged one

@@ -536,9 +536,9 @@ pub(crate) async fn serve(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let now = Utc::now().timestamp();
-    let (installation, fault, rate) = {
+    let (now, installation, fault, rate) = {
         let mut state = shared.lock();
+        let now = state.rate_now();
         let installation = match auth::installation_of(&state, &headers, Utc::now()) {
             Ok(id) => id,
             Err(Refusal::BadCredentials) => {
@@ -553,7 +553,7 @@ pub(crate) async fn serve(
         };
         let fault = take_fault(&mut state);
         let rate = spend(&mut state, now, &fault);
-        (installation, fault, rate)
+        (now, installation, fault, rate)
     };
     let Some(rate) = rate else {
         let reset_at = match &fault {

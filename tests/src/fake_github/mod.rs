@@ -416,13 +416,21 @@ impl FakeGithub {
         let mut state = self.state();
         state.rate.limit = limit;
         state.rate.remaining = remaining.min(limit);
-        state.rate.reset_at = Utc::now().timestamp() + reset_in.as_secs_f64().ceil() as i64;
+        state.rate.reset_at = state.rate_now() + reset_in.as_secs_f64().ceil() as i64;
     }
 
     pub fn rate_limit_remaining(&self) -> u32 {
         let mut state = self.state();
-        state.rate.refresh(Utc::now().timestamp());
+        let now = state.rate_now();
+        state.rate.refresh(now);
         state.rate.remaining
+    }
+
+    /// Move the rate-limit clock `by` ahead (whole seconds, rounded up): budgets whose reset
+    /// falls inside reset at the next request, as if the time had passed. Token lifetimes and
+    /// App JWTs keep the wall clock (the client under test signs with it).
+    pub fn advance_rate_clock(&self, by: Duration) {
+        self.state().rate_clock_ahead += by.as_secs_f64().ceil() as i64;
     }
 
     /// Arm a GraphQL fault for the next `times` queries (`None`: until cleared).
@@ -441,12 +449,13 @@ impl FakeGithub {
         let mut state = self.state();
         state.graphql_rate.limit = limit;
         state.graphql_rate.remaining = remaining.min(limit);
-        state.graphql_rate.reset_at = Utc::now().timestamp() + reset_in.as_secs_f64().ceil() as i64;
+        state.graphql_rate.reset_at = state.rate_now() + reset_in.as_secs_f64().ceil() as i64;
     }
 
     pub fn graphql_points_remaining(&self) -> u32 {
         let mut state = self.state();
-        state.graphql_rate.refresh(Utc::now().timestamp());
+        let now = state.rate_now();
+        state.graphql_rate.refresh(now);
         state.graphql_rate.remaining
     }
 

@@ -84,13 +84,14 @@ async fn gate(State(shared): State<Arc<Shared>>, request: Request, next: Next) -
         tokio::time::sleep(latency).await;
     }
 
-    let now = Utc::now().timestamp();
-    let (fault, limit, exhausted, installation) = {
+    let (now, fault, limit, exhausted, installation) = {
         let mut state = shared.lock();
+        let now = state.rate_now();
         let fault = faults::take(&mut state.faults, endpoint, &path);
         state.rate.refresh(now);
         let installation = auth::token_installation(&state, request.headers());
         (
+            now,
             fault,
             state.rate.limit,
             state.rate.remaining == 0,

@@ -152,6 +152,9 @@ pub(crate) struct State {
     pub rate: RateBudget,
     /// GraphQL's points budget: its own, like GitHub's.
     pub graphql_rate: RateBudget,
+    /// Seconds the rate-limit clock ([`State::rate_now`]) runs ahead of the wall clock: a test
+    /// moves it past a reset instead of sleeping through one (issue 21 point 21).
+    pub rate_clock_ahead: i64,
     pub faults: Vec<FaultRule>,
     pub graphql_faults: Vec<GraphqlFaultRule>,
     pub log: Vec<LoggedRequest>,
@@ -184,12 +187,19 @@ impl State {
                 remaining: 5000,
                 reset_at: now + 3600,
             },
+            rate_clock_ahead: 0,
             faults: Vec::new(),
             graphql_faults: Vec::new(),
             log: Vec::new(),
             in_flight: HashMap::new(),
             max_in_flight: HashMap::new(),
         }
+    }
+
+    /// The instant (unix seconds) the rate-limit budgets are kept by: the `now` every
+    /// [`RateBudget::refresh`], reset header and rate-limit fault is computed from.
+    pub fn rate_now(&self) -> i64 {
+        Utc::now().timestamp() + self.rate_clock_ahead
     }
 
     /// A live repository by "owner/name" (GitHub matches names case-insensitively).

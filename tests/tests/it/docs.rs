@@ -190,8 +190,9 @@ fn api_errors() -> Vec<ApiError> {
         E::Internal,
         E::DatabaseUnreachable,
         E::ReadOnlyToken,
-        E::UnknownParameter,
-        E::InvalidLimit,
+        E::UnknownParameter(shared::api::BadParameter::Repeated("x".into())),
+        E::InvalidLimit { max: 1 },
+        E::MissingParameter("x"),
         E::InvalidCursor,
         E::InvalidPath,
         E::InvalidQuery,
@@ -221,8 +222,9 @@ fn api_errors() -> Vec<ApiError> {
             | E::Internal
             | E::DatabaseUnreachable
             | E::ReadOnlyToken
-            | E::UnknownParameter
-            | E::InvalidLimit
+            | E::UnknownParameter(_)
+            | E::InvalidLimit { .. }
+            | E::MissingParameter(_)
             | E::InvalidCursor
             | E::InvalidPath
             | E::InvalidQuery

@@ -43,7 +43,7 @@ pub fn owners_json(rules: Option<&Vec<CodeOwnersRule>>, path: &str) -> Value {
 
 /// `GET .../owners?path=`: who owns the path, and by which rule.
 pub async fn owners(pool: &PgPool, repo: &Repo, params: &Params) -> Result<Value, ApiError> {
-    let path = params.one("path")?.ok_or(ApiError::InvalidPath)?;
+    let path = params.required("path")?;
     let path = repo_path(path, false)?;
     let rules = rules_of(pool, &[repo.id]).await?;
     let rules = rules.get(&repo.id).map(Vec::as_slice).unwrap_or_default();

@@ -2,7 +2,7 @@
 //! query parameters (known names only, each at most once unless repeatable), `limit`, repository
 //! names, and repository-relative paths (strict percent-decoding, no `.`/`..` segments, no NUL).
 
-use super::super::error::ApiError;
+use super::super::error::{ApiError, BadParameter};
 use crate::config::RepoName;
 
 /// Longest repository-relative path accepted (GitHub paths are far shorter in practice).
@@ -13,8 +13,8 @@ pub const MAX_PATH_BYTES: usize = 1024;
 pub struct Params(Vec<(String, String)>);
 
 impl Params {
-    /// Parse `query`; a name outside `known` is refused (`tenant` is every route's).
-    pub fn parse(query: Option<&str>, known: &[&str]) -> Result<Self, ApiError> {
+    /// Parse `query`; a name outside `known` is refused, named (`tenant` is every route's).
+    pub fn parse(query: Option<&str>, known: &'static [&'static str]) -> Result<Self, ApiError> {
         let pairs: Vec<(String, String)> = query
             .map(|q| {
                 url::form_urlencoded::parse(q.as_bytes())
@@ -22,16 +22,18 @@ impl Params {
                     .collect()
             })
             .unwrap_or_default();
-        if pairs
+        if let Some((name, _)) = pairs
             .iter()
-            .any(|(k, _)| k != "tenant" && !known.contains(&k.as_str()))
+            .find(|(k, _)| k != "tenant" && !known.contains(&k.as_str()))
         {
-            return Err(ApiError::UnknownParameter);
+            return Err(ApiError::UnknownParameter(BadParameter::unknown(
+                name, known,
+            )));
         }
         Ok(Self(pairs))
     }
 
-    /// The one value of `name`; twice is refused.
+    /// The one value of `name` (a name the route takes); twice is refused, named.
     pub fn one(&self, name: &str) -> Result<Option<&str>, ApiError> {
         let mut values = self
             .0
@@ -40,9 +42,16 @@ impl Params {
             .map(|(_, v)| v.as_str());
         let first = values.next();
         if values.next().is_some() {
-            return Err(ApiError::UnknownParameter);
+            return Err(ApiError::UnknownParameter(BadParameter::Repeated(
+                name.to_owned(),
+            )));
         }
         Ok(first)
+    }
+
+    /// The one value of `name`, which the route requires: absent is `missing_parameter`.
+    pub fn required(&self, name: &'static str) -> Result<&str, ApiError> {
+        self.one(name)?.ok_or(ApiError::MissingParameter(name))
     }
 
     /// Every value of a repeatable parameter, in order.
@@ -61,7 +70,7 @@ impl Params {
                 .parse::<i64>()
                 .ok()
                 .filter(|n| (1..=max).contains(n))
-                .ok_or(ApiError::InvalidLimit),
+                .ok_or(ApiError::InvalidLimit { max }),
         }
     }
 }
@@ -143,11 +152,64 @@ mod tests {
         for bad in ["0", "51", "-1", "2.5", "x", ""] {
             let p = Params::parse(Some(&format!("limit={bad}")), &["limit"]).unwrap();
             assert!(
-                matches!(p.limit(20, 50), Err(ApiError::InvalidLimit)),
+                matches!(p.limit(20, 50), Err(ApiError::InvalidLimit { max: 50 })),
                 "{bad}"
             );
         }
         assert_eq!(Params::parse(None, &[]).unwrap().limit(20, 50).unwrap(), 20);
+    }
+
+    /// Issue 21 point 14: each refusal says what was wrong, in a fixed message that repeats
+    /// nothing but a plausible parameter name.
+    #[test]
+    fn read_param_errors_name_the_parameter_the_range_or_the_missing_name() {
+        let known: &'static [&'static str] = &["q", "limit"];
+        let e = Params::parse(Some("q=a&sort=rank"), known).unwrap_err();
+        assert_eq!(e.code(), "unknown_parameter");
+        assert_eq!(
+            e.to_string(),
+            r#"unknown query parameter "sort"; this route takes q, limit (and tenant)"#
+        );
+        let e = Params::parse(Some("x=1"), &[]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"unknown query parameter "x"; this route takes none but tenant"#
+        );
+        // Input that is not a plausible name is not repeated.
+        let long = "n".repeat(41);
+        for odd in ["%3Cscript%3E", long.as_str(), "a%0Ab"] {
+            let e = Params::parse(Some(&format!("{odd}=1")), known).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "unknown query parameter; this route takes q, limit (and tenant)",
+                "{odd}"
+            );
+        }
+        let p = Params::parse(Some("q=a&q=b"), known).unwrap();
+        let e = p.one("q").unwrap_err();
+        assert_eq!(e.code(), "unknown_parameter");
+        assert_eq!(
+            e.to_string(),
+            r#"the query parameter "q" is given more than once"#
+        );
+        let p = Params::parse(Some("limit=0"), known).unwrap();
+        let e = p.limit(20, 50).unwrap_err();
+        assert_eq!(
+            (e.code(), e.to_string().as_str()),
+            ("invalid_limit", "limit must be a whole number from 1 to 50")
+        );
+        let e = Params::parse(None, &["path"])
+            .unwrap()
+            .required("path")
+            .unwrap_err();
+        assert_eq!(
+            (e.code(), e.to_string().as_str()),
+            (
+                "missing_parameter",
+                r#"the query parameter "path" is required"#
+            )
+        );
+        assert_eq!(e.status(), http::StatusCode::BAD_REQUEST);
     }
 
     #[test]

@@ -77,7 +77,7 @@ impl SearchRequest {
             .collect::<Result<Vec<_>, _>>()?;
         let path_prefix = path.map(|p| repo_path(p, true)).transpose()?;
         if !(1..=MAX_LIMIT).contains(&limit) {
-            return Err(ApiError::InvalidLimit);
+            return Err(ApiError::InvalidLimit { max: MAX_LIMIT });
         }
         Ok(Self {
             q,

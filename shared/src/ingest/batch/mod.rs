@@ -14,7 +14,9 @@ mod raw;
 
 use std::collections::HashSet;
 
-use syncplane_contract::{MAX_CHUNKS, MAX_SESSIONS_PER_BATCH, SCHEMA_VERSION, chars};
+use syncplane_contract::{
+    MAX_CHUNKS, MAX_FRUSTRATION_SIGNALS, MAX_SESSIONS_PER_BATCH, SCHEMA_VERSION, chars,
+};
 
 use self::checks::{CheckItem, Json, Path};
 use self::raw::{
@@ -263,6 +265,11 @@ fn frustration_of(
                 .field("signals", &NONE)
                 .err("must be an array of strings without NUL"));
         }
+        Some(Signals::TooMany) => {
+            return Err(path.field("signals", &NONE).err(&format!(
+                "must hold at most {MAX_FRUSTRATION_SIGNALS} signals"
+            )));
+        }
         _ => {
             return Err(path
                 .field("signals", &NONE)
@@ -368,6 +375,28 @@ mod tests {
         let mut s = session();
         s["frustration"] = json!({"score": 0.5, "signals": ["\u{0}"]});
         assert!(parse_value(&envelope(json!([s]))).is_err());
+    }
+
+    /// Issue 21 point 19: `frustration.signals` is capped like the envelope's `sessions`: at
+    /// the cap it parses, one over is the same 400 naming the field and the cap.
+    #[test]
+    fn frustration_signals_are_capped_at_the_contract_limit() {
+        let with_signals = |n: usize| {
+            let mut s = session();
+            let signals: Vec<String> = (0..n).map(|i| format!("signal-{i}")).collect();
+            s["frustration"] = json!({"score": 0.5, "signals": signals});
+            envelope(json!([s]))
+        };
+        let batch = parse_value(&with_signals(MAX_FRUSTRATION_SIGNALS)).unwrap();
+        let f = batch.sessions[0].frustration.as_ref().unwrap();
+        assert_eq!(f.signals.len(), MAX_FRUSTRATION_SIGNALS);
+        assert_eq!(
+            err_of(&with_signals(MAX_FRUSTRATION_SIGNALS + 1)),
+            format!(
+                "sessions[0].frustration.signals: must hold at most {MAX_FRUSTRATION_SIGNALS} signals"
+            )
+        );
+        assert_eq!(MAX_FRUSTRATION_SIGNALS, 100, "the wire contract's number");
     }
 
     fn err_of(doc: &Value) -> String {

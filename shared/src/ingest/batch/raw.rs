@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use serde::Deserialize;
 use serde::de::value::MapAccessDeserializer;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use syncplane_contract::MAX_SAFE_INTEGER;
+use syncplane_contract::{MAX_FRUSTRATION_SIGNALS, MAX_SAFE_INTEGER};
 
 use super::checks::{CheckItem, Field, Json, Path, storable, whole_float};
 use crate::ingest::error::IngestError;
@@ -351,11 +351,13 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Item<T> {
     }
 }
 
-/// `frustration.signals` as sent: the strings while every item is a storable string; after the
-/// first that is not, the rest is skipped unread.
+/// `frustration.signals` as sent: the strings while every item is a storable string and there are
+/// at most [`MAX_FRUSTRATION_SIGNALS`]; after the first item that is not, or the first one over
+/// the cap, the rest is skipped unread (nothing past the cap is held).
 pub(super) enum Signals {
     Strings(Vec<String>),
     Invalid,
+    TooMany,
     NotArray,
 }
 
@@ -370,13 +372,16 @@ impl<'de> Deserialize<'de> for Signals {
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Signals, A::Error> {
                 let mut strings = Vec::new();
                 while let Some(item) = seq.next_element::<Scalar<'_>>()? {
-                    match item.as_str().filter(|s| storable(s).is_ok()) {
-                        Some(s) => strings.push(s.to_owned()),
-                        None => {
-                            while seq.next_element::<IgnoredAny>()?.is_some() {}
-                            return Ok(Signals::Invalid);
+                    let refusal = match item.as_str().filter(|s| storable(s).is_ok()) {
+                        None => Signals::Invalid,
+                        Some(_) if strings.len() == MAX_FRUSTRATION_SIGNALS => Signals::TooMany,
+                        Some(s) => {
+                            strings.push(s.to_owned());
+                            continue;
                         }
-                    }
+                    };
+                    while seq.next_element::<IgnoredAny>()?.is_some() {}
+                    return Ok(refusal);
                 }
                 Ok(Signals::Strings(strings))
             }

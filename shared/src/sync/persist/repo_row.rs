@@ -43,6 +43,69 @@ fn bind_status<'q>(q: PgQuery<'q>, error: Option<(&'static str, &'static str)>) 
     q.bind(status).bind(code).bind(message)
 }
 
+/// A repository as its row describes it: the [`RepoInfo`] columns, for callers that act on a
+/// stored repository without asking GitHub first (the drain; `syncplane sync --repo`).
+#[derive(sqlx::FromRow)]
+pub struct StoredInfo {
+    github_id: i64,
+    owner: String,
+    name: String,
+    default_branch: Option<String>,
+    private: bool,
+    archived: bool,
+    html_url: Option<String>,
+    description: Option<String>,
+    node_id: Option<String>,
+}
+
+impl From<StoredInfo> for RepoInfo {
+    fn from(r: StoredInfo) -> Self {
+        RepoInfo {
+            github_id: r.github_id,
+            owner: r.owner,
+            name: r.name,
+            private: r.private,
+            archived: r.archived,
+            default_branch: r.default_branch,
+            html_url: r.html_url,
+            description: r.description,
+            node_id: r.node_id,
+        }
+    }
+}
+
+/// The stored repository named `owner/name` (any case, as GitHub compares names), when exactly
+/// one row has that name and its last sync succeeded: what it says is what GitHub said then, and
+/// a sync from it needs no `GET /repos/{owner}/{name}` (issue 21 point 17). `None` (ask GitHub)
+/// for no row, two rows (a rename the listing has not caught up with), or a row whose last sync
+/// failed or never finished (its name, branch or visibility may be what failed).
+pub async fn stored_info(
+    pool: &PgPool,
+    owner: &str,
+    name: &str,
+) -> Result<Option<RepoInfo>, sqlx::Error> {
+    #[derive(sqlx::FromRow)]
+    struct Row {
+        #[sqlx(flatten)]
+        info: StoredInfo,
+        sync_status: String,
+    }
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT github_id, owner, name, default_branch, private, archived, html_url, description,
+                node_id, sync_status
+         FROM repos WHERE lower(owner) = lower($1) AND lower(name) = lower($2)
+         ORDER BY id LIMIT 2",
+    )
+    .bind(owner)
+    .bind(name)
+    .fetch_all(pool)
+    .await?;
+    Ok(match <[Row; 1]>::try_from(rows) {
+        Ok([row]) if row.sync_status == "ok" => Some(row.info.into()),
+        _ => None,
+    })
+}
+
 /// Ensure the repository has a row (so markers and locks have something to point at) and return
 /// its id. An existing row is not touched (looked up first, so no identity value is spent).
 pub async fn ensure_row(conn: &mut PgConnection, repo: &RepoInfo) -> Result<i64, sqlx::Error> {

@@ -200,9 +200,14 @@ async fn another_users_target_is_403_target_not_owned_and_not_counted() {
     assert_eq!(env.written().await, (0, 0));
 }
 
+/// Time a rate-limit test needs inside one calendar minute: the counted batches all fall in one
+/// window (issue 21 point 21: the minute used to turn mid-test under load).
+const WINDOW_HEADROOM: std::time::Duration = std::time::Duration::from_secs(20);
+
 #[tokio::test]
 async fn rate_limit_is_429_with_retry_after_after_n_batches_per_target() {
     let env = env_with(org("acme", Some(true), true), 3).await;
+    syncplane_tests::db::inside_one_minute_window(&env.db.pool, WINDOW_HEADROOM).await;
     // A batch refused at step 5 still counts: it reached step 4.
     let mut bad = one();
     bad["schemaVersion"] = json!(1);
@@ -229,6 +234,7 @@ async fn rate_limit_is_429_with_retry_after_after_n_batches_per_target() {
 async fn the_rate_limit_state_is_shared_by_every_instance() {
     // Two handler states over one database stand for two Lambda execution environments.
     let env = env_with(org("acme", Some(true), true), 2).await;
+    syncplane_tests::db::inside_one_minute_window(&env.db.pool, WINDOW_HEADROOM).await;
     let other_instance = shared::ingest::IngestState {
         pool: sqlx::PgPool::connect(env.db.url().expose()).await.unwrap(),
         rate_limit_per_minute: 2,

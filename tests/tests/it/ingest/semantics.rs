@@ -50,6 +50,43 @@ async fn token_series_is_dropped_and_token_events_kept() {
     );
 }
 
+/// Issue 21 point 19: `frustration.signals` holds at most 100 strings, like every capped array a
+/// plain 400 naming the field over the cap; nothing of the batch is written.
+#[tokio::test]
+async fn frustration_signals_at_the_cap_are_stored_and_one_over_is_400() {
+    let cap = syncplane_contract::MAX_FRUSTRATION_SIGNALS;
+    let env = env_with(
+        NewOrg {
+            name: "acme",
+            sync_policy: Some(true),
+            feature_gate: true,
+            frustration_opt_in: true,
+        },
+        100,
+    )
+    .await;
+    let with_signals = |id: &str, n: usize| {
+        let mut s = session(id, "r1", T1);
+        let signals: Vec<String> = (0..n).map(|i| format!("signal-{i}")).collect();
+        s["frustration"] = json!({"score": 0.5, "signals": signals});
+        batch(vec![s])
+    };
+    let r = env.post(&with_signals("s1", cap)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let stored = env.session_row("s1").await;
+    assert_eq!(
+        stored["frustration"]["signals"].as_array().map(Vec::len),
+        Some(cap)
+    );
+    let r = env.post(&with_signals("s2", cap + 1)).await;
+    assert_eq!((r.status, r.code()), (400, None), "{}", r.body);
+    assert_eq!(
+        r.body["error"]["message"],
+        format!("sessions[0].frustration.signals: must hold at most {cap} signals")
+    );
+    assert_eq!(env.written().await.0, 1, "the refused batch wrote nothing");
+}
+
 #[tokio::test]
 async fn frustration_is_stored_only_when_the_org_opted_in() {
     let frustration = json!({"score": 0.75, "signals": ["retry-loop"]});

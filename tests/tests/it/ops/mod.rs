@@ -2,18 +2,21 @@
 //! logs that never show a secret whatever the filter, dead runs reaped and waiting markers
 //! drained without the scheduler, and runs that say when to retry; and issue 13 §5, §10, §11:
 //! metrics, the health route, an operator's errors and the CLI's rough edges; issue 21 point 4: a
-//! database that does not answer is 503 `database_unreachable` within seconds. Real binaries where the
+//! database that does not answer is 503 `database_unreachable` within seconds; points 16 to 18:
+//! `ingest sessions`, and what `sync --repo` costs and reports. Real binaries where the
 //! behaviour lives in the process (logging), real Postgres and the fake GitHub throughout.
 
 mod cli_edges;
 mod errors;
 mod health;
+mod ingest_sessions;
 mod jobs_schema;
 mod logs;
 mod metrics;
 mod retry;
 mod secrets;
 mod unreachable;
+mod sync_repo;
 mod upkeep;
 mod watch_env;
 

@@ -152,6 +152,72 @@ async fn bad_parameters_are_400_or_404_with_a_stable_code_never_500() {
     }
 }
 
+/// Issue 21 point 14: an error names what was wrong (the unknown or repeated parameter, the
+/// limit's range, the missing parameter) in a fixed message that leaks no internal detail.
+#[tokio::test]
+async fn api_errors_name_the_parameter_the_limit_range_and_a_missing_parameter() {
+    let (_w, st) = synced(&[("acme/handbook", &[("docs/a.md", "# A\n\nemu\n")])]).await;
+    let cases: Vec<(&str, &str, &str)> = vec![
+        (
+            "/api/search?q=emu&sort=rank",
+            "unknown_parameter",
+            r#"unknown query parameter "sort"; this route takes q, repo, path, limit, cursor (and tenant)"#,
+        ),
+        (
+            "/api/repos?page=2",
+            "unknown_parameter",
+            r#"unknown query parameter "page"; this route takes limit, cursor (and tenant)"#,
+        ),
+        (
+            "/api/repos/acme/handbook/readme?path=x",
+            "unknown_parameter",
+            r#"unknown query parameter "path"; this route takes none but tenant"#,
+        ),
+        (
+            "/api/search?q=emu&%3Cb%3E=1",
+            "unknown_parameter",
+            "unknown query parameter; this route takes q, repo, path, limit, cursor (and tenant)",
+        ),
+        (
+            "/api/search?q=emu&q=emu",
+            "unknown_parameter",
+            r#"the query parameter "q" is given more than once"#,
+        ),
+        (
+            "/api/search?q=emu&limit=51",
+            "invalid_limit",
+            "limit must be a whole number from 1 to 50",
+        ),
+        (
+            "/api/repos?limit=0",
+            "invalid_limit",
+            "limit must be a whole number from 1 to 500",
+        ),
+        (
+            "/api/repos/acme/handbook/documents?limit=ten",
+            "invalid_limit",
+            "limit must be a whole number from 1 to 500",
+        ),
+        (
+            "/api/repos/acme/handbook/owners",
+            "missing_parameter",
+            r#"the query parameter "path" is required"#,
+        ),
+    ];
+    for (url, code, message) in cases {
+        let r = read(&st, url).await;
+        assert_eq!(
+            (r.status, r.code(), r.body["error"]["message"].as_str()),
+            (400, Some(code), Some(message)),
+            "{url}: {}",
+            r.body
+        );
+    }
+    // An empty `path` is present, so it is a bad path rather than a missing one.
+    let r = read(&st, "/api/repos/acme/handbook/owners?path=").await;
+    assert_eq!((r.status, r.code()), (400, Some("invalid_path")));
+}
+
 /// Query syntax that tsquery parsing dislikes is still a query, never a 500.
 #[tokio::test]
 async fn odd_query_syntax_never_fails() {

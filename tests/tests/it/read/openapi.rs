@@ -222,6 +222,10 @@ fn refused_shapes() -> Vec<(&'static str, Value)> {
             "frustration score 2",
             edit(&|b| b["sessions"][0]["frustration"]["score"] = json!(2)),
         ),
+        (
+            "101 frustration signals",
+            edit(&|b| b["sessions"][0]["frustration"]["signals"] = json!(vec!["retry"; 101])),
+        ),
     ]
 }
 
