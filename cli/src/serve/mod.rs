@@ -280,9 +280,15 @@ async fn serve_until_stopped(
         })
         .into_future();
     tokio::pin!(server);
+    // Biased to the signal: once it came, the server may end at the same moment (nothing in
+    // flight), and the stop must still be said. A server that ended on its own drops the sender.
     let (name, mut signals) = tokio::select! {
+        biased;
+        got = stopped => match got {
+            Ok(got) => got,
+            Err(_) => return (&mut server).await.context("the server stopped"),
+        },
         ended = &mut server => return ended.context("the server stopped"),
-        got = stopped => got.context("the stop signal was lost")?,
     };
     eprintln!(
         "syncplane serve: {name}: stopping (the requests in flight get {} s; a second signal \

@@ -19,6 +19,9 @@ struct Served {
     child: Child,
     base: String,
     stderr: Arc<Mutex<String>>,
+    /// Reads stderr until the process closes it: joined once the process exited, so what it
+    /// wrote last is in `stderr` before a test reads it.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Served {
@@ -47,7 +50,7 @@ impl Served {
         let stderr = Arc::new(Mutex::new(String::new()));
         let mut pipe = child.stderr.take().unwrap();
         let sink = stderr.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut chunk = [0u8; 4096];
             while let Ok(n) = pipe.read(&mut chunk) {
                 if n == 0 {
@@ -71,6 +74,7 @@ impl Served {
             child,
             base,
             stderr,
+            reader: Some(reader),
         }
     }
 
@@ -100,6 +104,9 @@ impl Served {
         let until = Instant::now() + within;
         while Instant::now() < until {
             if let Ok(Some(status)) = self.child.try_wait() {
+                if let Some(reader) = self.reader.take() {
+                    let _ = reader.join();
+                }
                 return Some(status);
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
@@ -207,7 +214,7 @@ async fn serve_started_with_sigint_ignored_stops_gracefully_on_sigint_with_statu
     assert_eq!(status, 200, "it serves first: {body}");
     let exit = served.stop_with("INT", PROMPTLY).await;
     let stderr = served.stderr();
-    assert_eq!(exit.and_then(|s| s.code()), Some(0), "{stderr}");
+    assert_eq!(exit.and_then(|s| s.code()), Some(0), "{exit:?} {stderr}");
     assert!(stderr.contains("SIGINT: stopping"), "{stderr}");
 }
 
@@ -219,7 +226,7 @@ async fn serve_stops_gracefully_on_sigterm_with_status_0() {
     assert_eq!(status, 200, "it serves first: {body}");
     let exit = served.stop_with("TERM", PROMPTLY).await;
     let stderr = served.stderr();
-    assert_eq!(exit.and_then(|s| s.code()), Some(0), "{stderr}");
+    assert_eq!(exit.and_then(|s| s.code()), Some(0), "{exit:?} {stderr}");
     assert!(stderr.contains("SIGTERM: stopping"), "{stderr}");
 }
 

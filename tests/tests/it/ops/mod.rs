@@ -15,8 +15,8 @@ mod logs;
 mod metrics;
 mod retry;
 mod secrets;
-mod unreachable;
 mod sync_repo;
+mod unreachable;
 mod upkeep;
 mod watch_env;
 

@@ -65,6 +65,8 @@ async fn a_repository_without_codeowners_owns_nothing_and_the_path_is_required()
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.data()["owners"], json!([]));
     assert_eq!(r.data()["rule"], json!(null));
+    // Issue 21 point 14: without `path`, the error says the parameter is missing, by name.
     let r = read(&st, "/api/repos/acme/handbook/owners").await;
-    assert_eq!((r.status, r.code()), (400, Some("invalid_path")));
+    assert_eq!((r.status, r.code()), (400, Some("missing_parameter")));
+    assert!(r.body.to_string().contains("path"), "{}", r.body);
 }
