@@ -40,6 +40,12 @@ else
   echo "Sample events: cargo lambda invoke -A $invoke_host -P ${addr##*:} <function> --data-file events/<file>.json"
   echo "Desktop clients' gzip batches labelled application/json need --serve (cargo lambda watch refuses bodies that are not UTF-8)"
 fi
+# The web console (a browser; sign in with the sync API token or the read token).
+if [ "${mode:-watch}" = serve ]; then
+  echo "Web console: $origin/"
+else
+  echo "Web console: $base/sync-api/"
+fi
 if [ -n "${GITHUB_APP_PRIVATE_KEY_FILE:-}" ]; then
   echo "App key (GITHUB_APP_PRIVATE_KEY_FILE): $GITHUB_APP_PRIVATE_KEY_FILE"
 elif [ -n "${GITHUB_APP_PRIVATE_KEY:-}" ]; then

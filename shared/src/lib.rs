@@ -5,6 +5,7 @@ pub mod api;
 pub mod app;
 pub mod archive;
 pub mod config;
+pub mod console;
 pub mod db;
 pub mod github;
 pub mod http;

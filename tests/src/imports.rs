@@ -41,7 +41,7 @@ use refs::Reference;
 pub const SHARED_LAYERS: &[&[&str]] = &[
     &["limits"],
     &["config"],
-    &["telemetry", "metrics", "http", "status", "db"],
+    &["telemetry", "metrics", "http", "status", "db", "console"],
     &["github"],
     &["sync"],
     &["tenants", "scheduler", "schema", "archive"],

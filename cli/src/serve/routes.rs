@@ -4,7 +4,8 @@
 //!   lines, `scripts/demo.sh` and anything written against the emulator keep working;
 //! - the deployed HTTP API's own paths (template.yaml's routes): `/github/webhook[/{tenant}]`,
 //!   `/api/agent-sessions/...` and the other `/api/...` routes, so a desktop client or a GitHub
-//!   App pointed at `http://127.0.0.1:9000` talks to it as to the deployment.
+//!   App pointed at `http://127.0.0.1:9000` talks to it as to the deployment; and the web
+//!   console's `/` and `/console/...`, so the local run opens in a browser.
 //!
 //! The function sees the path without the `/lambda-url/<function>` prefix, as under the emulator
 //! and behind API Gateway.
@@ -39,7 +40,12 @@ impl Function {
             Some(Self::Webhook)
         } else if path.starts_with("/api/agent-sessions/") {
             Some(Self::Ingest)
-        } else if path.starts_with("/api/") {
+        } else if path.starts_with("/api/")
+            || path == "/"
+            || path == "/console"
+            || path.starts_with("/console/")
+        {
+            // The web console's page and files are the sync API's (`shared::console`).
             Some(Self::SyncApi)
         } else {
             None
@@ -94,7 +100,11 @@ mod tests {
             ),
             ("/lambda-url/tick/", None),
             ("/lambda-url/nope/api/sync", None),
-            ("/", None),
+            ("/", Some((Function::SyncApi, "/"))),
+            (
+                "/console/app.js",
+                Some((Function::SyncApi, "/console/app.js")),
+            ),
             ("/other", None),
         ] {
             assert_eq!(resolve(path), want, "{path}");

@@ -72,6 +72,9 @@ pub enum ApiError {
     PathIsFolder,
     #[error("this repository has no synced README")]
     ReadmeNotFound,
+    /// `format` other than `markdown` or `html` on a document or README route.
+    #[error("format must be markdown or html")]
+    InvalidFormat,
 }
 
 impl ApiError {
@@ -97,7 +100,8 @@ impl ApiError {
             | Self::InvalidPath
             | Self::InvalidQuery
             | Self::EmptyQuery
-            | Self::InvalidRepository => StatusCode::BAD_REQUEST,
+            | Self::InvalidRepository
+            | Self::InvalidFormat => StatusCode::BAD_REQUEST,
             Self::ReadOnlyToken => StatusCode::FORBIDDEN,
             Self::RepositoryBusy => StatusCode::CONFLICT,
             Self::GithubNotConfigured | Self::QueueUnavailable | Self::DatabaseUnreachable => {
@@ -141,6 +145,7 @@ impl ApiError {
             Self::DocumentNotFound => "document_not_found",
             Self::PathIsFolder => "path_is_folder",
             Self::ReadmeNotFound => "readme_not_found",
+            Self::InvalidFormat => "invalid_format",
         }
     }
 }

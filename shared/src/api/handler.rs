@@ -3,7 +3,10 @@
 //! Tenants: the API serves the default tenant (the first configured one); `?tenant=<id>` picks
 //! another, authenticated with that tenant's own `syncApiToken` (or, on GET routes, its read-only
 //! `readToken`). `GET /api/openapi.json` and `GET /api/health` are the routes without tenant or
-//! token: the contract holds no data, the health report no secret.
+//! token: the contract holds no data, the health report no secret; nor do the web console's
+//! files (`GET /`, `/console/app.js`, `/console/app.css`: `crate::console`), which hold none and
+//! ask for the token in the page. `GET /api/whoami` says which token the caller holds (the
+//! console shows the sync button only for the write token).
 
 use http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
@@ -16,12 +19,14 @@ use super::read::route::{ReadRoute, match_read};
 use super::{auth, health, openapi, read, sync};
 use crate::app::AppState;
 use crate::config::{TenantConfig, TenantId};
+use crate::console;
 use crate::http::{body_bytes, error_response, result_response, route_path};
 use crate::schema::SchemaGuard;
 
 pub const SYNC_PATH: &str = "/api/sync";
 pub const REPOS_PATH: &str = "/api/repos";
 pub const RUNS_PATH: &str = "/api/sync/runs";
+pub const WHOAMI_PATH: &str = "/api/whoami";
 
 /// What the function serves: the health route before the schema check (it reports the schema
 /// itself, and must answer while it is behind), everything else behind it (503 `schema_behind`,
@@ -29,6 +34,7 @@ pub const RUNS_PATH: &str = "/api/sync/runs";
 pub async fn serve(state: &AppState, schema: &SchemaGuard, req: Request) -> Response<Body> {
     if let Some(pool) = state.default_pool()
         && !health::is_health(&req)
+        && console::asset(route_path(&req)).is_none()
         && let Err(refused) = schema.check(pool).await
     {
         return error_response(&refused);
@@ -38,6 +44,13 @@ pub async fn serve(state: &AppState, schema: &SchemaGuard, req: Request) -> Resp
 
 /// Answer one request; never fails (every error is an enveloped response).
 pub async fn handle(state: &AppState, req: Request) -> Response<Body> {
+    if let Some(asset) = console::asset(route_path(&req)) {
+        return match *req.method() {
+            Method::GET => console::response(asset, false),
+            Method::HEAD => console::response(asset, true),
+            _ => error_response(&ApiError::MethodNotAllowed { allow: "GET, HEAD" }),
+        };
+    }
     if let Some(document) = openapi::serve(&req) {
         return document;
     }
@@ -62,6 +75,7 @@ pub async fn handle(state: &AppState, req: Request) -> Response<Body> {
 }
 
 enum Route {
+    WhoAmI,
     Sync,
     Repos,
     Runs,
@@ -73,6 +87,7 @@ fn match_route(path: &str) -> Option<Route> {
     let path = path.strip_suffix('/').unwrap_or(path);
     match path {
         SYNC_PATH => Some(Route::Sync),
+        WHOAMI_PATH => Some(Route::WhoAmI),
         REPOS_PATH => Some(Route::Repos),
         RUNS_PATH => Some(Route::Runs),
         _ if path.starts_with(RUNS_PATH) => {
@@ -126,6 +141,16 @@ async fn route(state: &AppState, req: &Request) -> Result<(StatusCode, Value), A
         .pool(tenant.id.as_str())
         .ok_or(ApiError::UnknownTenant)?;
     match route {
+        Route::WhoAmI => {
+            let access = match access {
+                Access::ReadOnly => "read",
+                Access::Full => "write",
+            };
+            Ok((
+                StatusCode::OK,
+                json!({ "access": access, "tenant": tenant.id.as_str() }),
+            ))
+        }
         Route::Sync => {
             let data = sync::post(state, tenant, body_bytes(req.body())).await?;
             Ok((StatusCode::ACCEPTED, data))
@@ -160,6 +185,7 @@ mod tests {
     #[test]
     fn routes() {
         assert!(matches!(match_route("/api/sync"), Some(Route::Sync)));
+        assert!(matches!(match_route("/api/whoami"), Some(Route::WhoAmI)));
         assert!(matches!(match_route("/api/repos/"), Some(Route::Repos)));
         assert!(matches!(match_route("/api/sync/runs"), Some(Route::Runs)));
         assert!(matches!(

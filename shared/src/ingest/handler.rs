@@ -10,7 +10,7 @@ use sqlx::PgPool;
 use super::auth::{self, Device};
 use super::error::IngestError;
 use super::strict_json::Checked;
-use super::{batch, decode, rate_limit, strict_json, upsert};
+use super::{batch, decode, rate_limit, strict_json, upsert, web};
 use crate::http::{body_bytes, error_response, result_response, route_path};
 use crate::schema::SchemaGuard;
 use syncplane_contract::{
@@ -147,7 +147,11 @@ async fn route(
             sync(state, req, facts).await?;
             Ok(json!({ "synced": true }))
         }
-        (HELLO_PATH, _) => Err(IngestError::MethodNotAllowed { allow: "GET" }),
+        (web::SESSIONS_PATH, &Method::GET) => web::sessions(&state.pool, req).await,
+        (web::INSIGHTS_PATH, &Method::GET) => web::insights(&state.pool, req).await,
+        (HELLO_PATH | web::SESSIONS_PATH | web::INSIGHTS_PATH, _) => {
+            Err(IngestError::MethodNotAllowed { allow: "GET" })
+        }
         (SYNC_PATH, _) => Err(IngestError::MethodNotAllowed { allow: "POST" }),
         _ => Err(IngestError::NotFound),
     }

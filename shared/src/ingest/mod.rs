@@ -24,6 +24,7 @@ pub mod sanitize;
 pub mod strict_json;
 pub mod transcripts;
 pub mod upsert;
+pub mod web;
 
 #[cfg(test)]
 mod properties;

@@ -202,6 +202,7 @@ fn api_errors() -> Vec<ApiError> {
         E::DocumentNotFound,
         E::PathIsFolder,
         E::ReadmeNotFound,
+        E::InvalidFormat,
     ];
     all.extend(github_errors().into_iter().map(E::Github));
     for e in &all {
@@ -233,7 +234,8 @@ fn api_errors() -> Vec<ApiError> {
             | E::UnknownRepository
             | E::DocumentNotFound
             | E::PathIsFolder
-            | E::ReadmeNotFound => {}
+            | E::ReadmeNotFound
+            | E::InvalidFormat => {}
         }
     }
     all

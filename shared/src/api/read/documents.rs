@@ -1,6 +1,9 @@
 //! Documents on the read API: `GET /api/repos/{owner}/{name}/documents` (keyset pages by path),
 //! `.../documents/{path...}` and `.../readme` (frontmatter, title, headings with anchors, body,
-//! blob SHA, code owners, and a link to the file on GitHub at the synced commit).
+//! blob SHA, code owners, and a link to the file on GitHub at the synced commit). With
+//! `?format=markdown` the answer adds the file's source as synced, with `?format=html` that source
+//! rendered and sanitized for the web console (`sync::parse::render_html`; issue 22). Both are
+//! null for a row synced before sources were stored (migration 0012) until the file next changes.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -8,6 +11,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 
 use super::super::error::{ApiError, db_failure};
+use crate::sync::parse::{LinkBase, render_html};
 use super::cursor;
 use super::owners::{owners_json, rules_of};
 use super::params::{Params, like_prefix};
@@ -67,6 +71,28 @@ pub async fn list(pool: &PgPool, repo: &Repo, params: &Params) -> Result<Value, 
     }))
 }
 
+/// What a document or README answer carries besides its stored fields (`?format=`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The stored fields only (no `format` given).
+    Fields,
+    /// Plus `markdown`: the file's text as synced.
+    Markdown,
+    /// Plus `html`: that text rendered and sanitized.
+    Html,
+}
+
+impl Format {
+    pub fn from_params(params: &Params) -> Result<Self, ApiError> {
+        match params.one("format")? {
+            None => Ok(Self::Fields),
+            Some("markdown") => Ok(Self::Markdown),
+            Some("html") => Ok(Self::Html),
+            Some(_) => Err(ApiError::InvalidFormat),
+        }
+    }
+}
+
 #[derive(sqlx::FromRow)]
 struct Stored {
     path: String,
@@ -77,12 +103,18 @@ struct Stored {
     blob_sha: String,
     size_bytes: i32,
     updated_at: DateTime<Utc>,
+    source: Option<String>,
 }
 
 /// `GET .../documents/{path}`; a path that only prefixes documents is a folder.
-pub async fn fetch(pool: &PgPool, repo: &Repo, path: &str) -> Result<Value, ApiError> {
+pub async fn fetch(
+    pool: &PgPool,
+    repo: &Repo,
+    path: &str,
+    format: Format,
+) -> Result<Value, ApiError> {
     let doc: Option<Stored> = sqlx::query_as(
-        "SELECT path, title, frontmatter, headings, body, blob_sha, size_bytes, updated_at
+        "SELECT path, title, frontmatter, headings, body, blob_sha, size_bytes, updated_at, source
          FROM documents WHERE repo_id = $1 AND path = $2",
     )
     .bind(repo.id)
@@ -91,7 +123,7 @@ pub async fn fetch(pool: &PgPool, repo: &Repo, path: &str) -> Result<Value, ApiE
     .await
     .map_err(db_failure("read document"))?;
     match doc {
-        Some(doc) => shape(pool, repo, "document", doc).await,
+        Some(doc) => shape(pool, repo, "document", doc, format).await,
         None if is_folder(pool, repo, path).await? => Err(ApiError::PathIsFolder),
         None => Err(ApiError::DocumentNotFound),
     }
@@ -109,9 +141,9 @@ async fn is_folder(pool: &PgPool, repo: &Repo, path: &str) -> Result<bool, ApiEr
 }
 
 /// `GET .../readme`.
-pub async fn readme(pool: &PgPool, repo: &Repo) -> Result<Value, ApiError> {
+pub async fn readme(pool: &PgPool, repo: &Repo, format: Format) -> Result<Value, ApiError> {
     let doc: Stored = sqlx::query_as(
-        "SELECT path, title, frontmatter, headings, body, blob_sha, size_bytes, updated_at
+        "SELECT path, title, frontmatter, headings, body, blob_sha, size_bytes, updated_at, source
          FROM readmes WHERE repo_id = $1",
     )
     .bind(repo.id)
@@ -119,12 +151,30 @@ pub async fn readme(pool: &PgPool, repo: &Repo) -> Result<Value, ApiError> {
     .await
     .map_err(db_failure("read readme"))?
     .ok_or(ApiError::ReadmeNotFound)?;
-    shape(pool, repo, "readme", doc).await
+    shape(pool, repo, "readme", doc, format).await
 }
 
-async fn shape(pool: &PgPool, repo: &Repo, kind: &str, doc: Stored) -> Result<Value, ApiError> {
+async fn shape(
+    pool: &PgPool,
+    repo: &Repo,
+    kind: &str,
+    doc: Stored,
+    format: Format,
+) -> Result<Value, ApiError> {
     let rules = rules_of(pool, &[repo.id]).await?;
-    Ok(json!({
+    let extra = match format {
+        Format::Fields => None,
+        Format::Markdown => Some(("markdown", json!(doc.source))),
+        Format::Html => {
+            let base = blob_base(repo).map(|blob_base| LinkBase { blob_base });
+            let html = doc
+                .source
+                .as_deref()
+                .map(|source| render_html(&doc.path, source, base.as_ref()));
+            Some(("html", json!(html)))
+        }
+    };
+    let mut answer = json!({
         "kind": kind,
         "repository": repo.full_name(),
         "path": doc.path,
@@ -137,20 +187,30 @@ async fn shape(pool: &PgPool, repo: &Repo, kind: &str, doc: Stored) -> Result<Va
         "updatedAt": doc.updated_at,
         "codeOwners": owners_json(rules.get(&repo.id), &doc.path),
         "githubUrl": github_url(repo, &doc.path),
-    }))
+    });
+    if let Some((key, value)) = extra {
+        answer[key] = value;
+    }
+    Ok(answer)
+}
+
+/// `{html_url}/blob/{sha}/`: where the document's relative links point. None until synced.
+fn blob_base(repo: &Repo) -> Option<String> {
+    let base = repo.html_url.as_deref()?.trim_end_matches('/');
+    let sha = repo.head_commit_sha.as_deref()?;
+    Some(format!("{base}/blob/{sha}/"))
 }
 
 /// The file on GitHub at the synced commit: `{html_url}/blob/{sha}/{path}`, each path segment
 /// percent-encoded. Null until a sync has recorded both.
 pub fn github_url(repo: &Repo, path: &str) -> Option<String> {
-    let base = repo.html_url.as_deref()?.trim_end_matches('/');
-    let sha = repo.head_commit_sha.as_deref()?;
+    let base = blob_base(repo)?;
     let encoded: Vec<String> = path
         .split('/')
         .map(|seg| url::form_urlencoded::byte_serialize(seg.as_bytes()).collect::<String>())
         .map(|seg| seg.replace('+', "%20"))
         .collect();
-    Some(format!("{base}/blob/{sha}/{}", encoded.join("/")))
+    Some(format!("{base}{}", encoded.join("/")))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use sqlx::PgPool;
 use super::super::error::ApiError;
 use super::params::{Params, percent_decode, repo_path};
 use super::search::SearchRequest;
+use super::documents::Format;
 use super::{documents, owners, repos, search};
 use crate::config::{TenantConfig, is_repo_name_part};
 
@@ -71,7 +72,8 @@ fn known_params(route: &ReadRoute) -> &'static [&'static str] {
         ReadRoute::Search => &["q", "repo", "path", "limit", "cursor"],
         ReadRoute::Documents(_) => &["limit", "cursor"],
         ReadRoute::Owners(_) => &["path"],
-        ReadRoute::Repo(_) | ReadRoute::Document(..) | ReadRoute::Readme(_) => &[],
+        ReadRoute::Document(..) | ReadRoute::Readme(_) => &["format"],
+        ReadRoute::Repo(_) => &[],
     }
 }
 
@@ -92,9 +94,13 @@ pub async fn serve(
         ReadRoute::Documents(r) => documents::list(pool, &find(pool, &r).await?, &params).await,
         ReadRoute::Document(r, path) => {
             let path = path.map_err(|_| ApiError::InvalidPath)?;
-            documents::fetch(pool, &find(pool, &r).await?, &path).await
+            let format = Format::from_params(&params)?;
+            documents::fetch(pool, &find(pool, &r).await?, &path, format).await
         }
-        ReadRoute::Readme(r) => documents::readme(pool, &find(pool, &r).await?).await,
+        ReadRoute::Readme(r) => {
+            let format = Format::from_params(&params)?;
+            documents::readme(pool, &find(pool, &r).await?, format).await
+        }
         ReadRoute::Owners(r) => owners::owners(pool, &find(pool, &r).await?, &params).await,
     }
 }

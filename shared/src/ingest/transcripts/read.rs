@@ -15,7 +15,7 @@ use http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use serde_json::Value;
 
-pub use access::Reading;
+pub use access::{Params, Reading};
 pub use listing::{MAX_LISTED_FILES, MAX_LISTED_SEGMENTS};
 pub use page::{Cursor, bounded_decode};
 

@@ -41,11 +41,11 @@ pub const MAX_MARKDOWN_STEPS: usize = 2_000_000;
 /// stored outline than the 50 ms a document may take, and no reader navigates them.
 pub const MAX_HEADINGS: usize = 1_000;
 /// comrak asks whether to stop once every this many steps.
-const STEPS_PER_QUESTION: usize = 256;
+pub(super) const STEPS_PER_QUESTION: usize = 256;
 
 /// GitHub-flavoured options: tables, strikethrough, autolinks, task lists and footnotes, so their
 /// text lands in the right place instead of as raw syntax.
-fn options() -> Options<'static> {
+pub(super) fn options() -> Options<'static> {
     let mut options = Options::default();
     options.extension.table = true;
     options.extension.strikethrough = true;

@@ -15,6 +15,7 @@ mod markdown;
 mod mdx;
 mod model;
 mod owners;
+mod render;
 mod text;
 mod yaml;
 
@@ -23,6 +24,7 @@ pub use frontmatter::{MAX_FRONTMATTER_JSON_BYTES, MAX_FRONTMATTER_VALUES};
 pub use markdown::{MAX_HEADINGS, MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
 pub use model::{Heading, ParseRefusal, ParsedDocument};
 pub use owners::{deciding_rule, owners_of};
+pub use render::{ID_PREFIX, LinkBase, render_html};
 pub use text::{BODY_TEXT_CAP_BYTES, MAX_INPUT_BYTES};
 
 /// Parses a markdown (`.md`, README) or MDX (`.mdx`) document. `path` picks the dialect and the
@@ -70,6 +72,7 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<ParsedDocument, ParseR
         headings: read.headings,
         body: read.body,
         warnings,
+        source: text.to_owned(),
     })
 }
 

@@ -19,6 +19,10 @@ pub struct ParsedDocument {
     pub body: String,
     /// Non-fatal notes about this document.
     pub warnings: Vec<String>,
+    /// The file's text as synced (frontmatter included, at most the file cap): what the read
+    /// API returns as `?format=markdown` and renders for `?format=html`. Not serialized.
+    #[serde(skip)]
+    pub source: String,
 }
 
 /// A heading with its GitHub-style anchor (unique within the document).

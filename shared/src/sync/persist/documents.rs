@@ -37,7 +37,7 @@ pub(super) async fn upsert_documents(
             && end - start < BATCH_DOCUMENTS
             && (end == start || bytes < BATCH_BYTES)
         {
-            bytes += documents[end].parsed.body.len();
+            bytes += documents[end].parsed.body.len() + documents[end].parsed.source.len();
             end += 1;
         }
         let batch = &documents[start..end];
@@ -83,9 +83,10 @@ async fn upsert_batch(
         .map(|d| serde_json::to_value(&d.parsed.headings).unwrap_or_else(|_| serde_json::json!([])))
         .collect();
     let bodies: Vec<&str> = batch.iter().map(|d| d.parsed.body.as_str()).collect();
+    let sources: Vec<&str> = batch.iter().map(|d| d.parsed.source.as_str()).collect();
     let mut sp = sqlx::Connection::begin(&mut **tx).await?;
     let rows: Result<Vec<(String, String)>, sqlx::Error> = sqlx::query_as(
-        "SELECT doc_path, doc_outcome FROM sync_upsert_documents($1, $2, $3, $4, $5, $6, $7, $8)",
+        "SELECT doc_path, doc_outcome FROM sync_upsert_documents($1, $2, $3, $4, $5, $6, $7, $8, $9)",
     )
     .bind(repo_id)
     .bind(&paths)
@@ -95,6 +96,7 @@ async fn upsert_batch(
     .bind(&frontmatters)
     .bind(&headings)
     .bind(&bodies)
+    .bind(&sources)
     .fetch_all(&mut *sp)
     .await;
     match rows {
@@ -124,28 +126,31 @@ async fn upsert_batch(
     }
 }
 
-const UPSERT_DOCUMENT: &str = "INSERT INTO documents (repo_id, path, blob_sha, size_bytes, title, frontmatter, headings, body)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+const UPSERT_DOCUMENT: &str = "INSERT INTO documents (repo_id, path, blob_sha, size_bytes, title, frontmatter, headings, body, source)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
      ON CONFLICT (repo_id, path) DO UPDATE SET
          blob_sha = excluded.blob_sha, size_bytes = excluded.size_bytes, title = excluded.title,
          frontmatter = excluded.frontmatter, headings = excluded.headings, body = excluded.body,
-         updated_at = now()
+         source = excluded.source, updated_at = now()
      WHERE (documents.blob_sha, documents.size_bytes, documents.title, documents.frontmatter,
-            documents.headings, documents.body)
+            documents.headings, documents.body, documents.source)
            IS DISTINCT FROM
            (excluded.blob_sha, excluded.size_bytes, excluded.title, excluded.frontmatter,
-            excluded.headings, excluded.body)
+            excluded.headings, excluded.body, excluded.source)
      RETURNING (xmax = 0)";
 
-const UPSERT_README: &str = "INSERT INTO readmes (repo_id, path, blob_sha, size_bytes, title, frontmatter, headings, body)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+const UPSERT_README: &str = "INSERT INTO readmes (repo_id, path, blob_sha, size_bytes, title, frontmatter, headings, body, source)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
      ON CONFLICT (repo_id) DO UPDATE SET
          path = excluded.path, blob_sha = excluded.blob_sha, size_bytes = excluded.size_bytes,
          title = excluded.title, frontmatter = excluded.frontmatter,
-         headings = excluded.headings, body = excluded.body, updated_at = now()
-     WHERE (readmes.path, readmes.blob_sha, readmes.title, readmes.frontmatter, readmes.headings, readmes.body)
+         headings = excluded.headings, body = excluded.body, source = excluded.source,
+         updated_at = now()
+     WHERE (readmes.path, readmes.blob_sha, readmes.title, readmes.frontmatter, readmes.headings,
+            readmes.body, readmes.source)
            IS DISTINCT FROM
-           (excluded.path, excluded.blob_sha, excluded.title, excluded.frontmatter, excluded.headings, excluded.body)
+           (excluded.path, excluded.blob_sha, excluded.title, excluded.frontmatter,
+            excluded.headings, excluded.body, excluded.source)
      RETURNING (xmax = 0)";
 
 /// Insert or update one document under its own savepoint. `Some(true)` inserted, `Some(false)`
@@ -173,7 +178,7 @@ pub(super) async fn upsert_readme(
     }
 }
 
-/// Run an upsert of a parsed file (`sql` binds the same eight columns) under a savepoint, so a
+/// Run an upsert of a parsed file (`sql` binds the same nine columns) under a savepoint, so a
 /// refusal rolls back this file only.
 async fn upsert_parsed(
     tx: &mut Transaction<'_, Postgres>,
@@ -191,6 +196,7 @@ async fn upsert_parsed(
         .bind(&doc.parsed.frontmatter)
         .bind(sqlx::types::Json(&doc.parsed.headings))
         .bind(&doc.parsed.body)
+        .bind(&doc.parsed.source)
         .fetch_optional(&mut *sp)
         .await;
     match result {

@@ -1,0 +1,317 @@
+//! A synced document as HTML for the web console (issue 22 "A document"): the stored source
+//! through the same frontmatter split, MDX rewrite and comrak options the engine parses with, then
+//! an allow-list sanitizer (ammonia). Raw HTML and MDX in a document never run script and never
+//! make the reader's browser ask another origin for anything:
+//!
+//! - `<script>`/`<style>` go with their content; event handlers, `style`, forms, frames, `<img>`
+//!   and other embedded media are not on the allow-list; link schemes are http, https and mailto
+//!   (a `javascript:` link loses its `href`);
+//! - Markdown images become links to the image at the synced commit (the alt text is the link's
+//!   text), so the page loads nothing from GitHub;
+//! - relative links resolve to the repository at the synced commit (`{blob_base}/{path}`);
+//!   without a synced commit they are dropped rather than left pointing at the console;
+//! - each heading gets `<a id="user-content-{anchor}">`, the outline's anchor (GitHub's, and
+//!   GitHub's `user-content-` prefix on every id from the document, so no id clobbers the page's);
+//!   in-page links stay `#{anchor}`.
+//!
+//! Bounded like the parse: the source is at most the file cap, comrak stops at the parser's node
+//! and step limits, and a document past them renders as escaped preformatted text.
+
+use std::borrow::Cow;
+use std::cell::Cell;
+
+use ammonia::{Builder, UrlRelative};
+use comrak::arena_tree::NodeEdge;
+use comrak::nodes::{AstNode, NodeValue};
+use comrak::{Arena, Options};
+
+use super::markdown::{self, MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
+use super::{frontmatter, is_mdx, mdx};
+
+/// Where a document's relative links point: the repository's files at the synced commit,
+/// `https://github.com/{owner}/{name}/blob/{sha}/` (ending in `/`).
+#[derive(Debug, Clone)]
+pub struct LinkBase {
+    pub blob_base: String,
+}
+
+/// The prefix GitHub gives every id from a document's HTML; the console scrolls `#x` to it.
+pub const ID_PREFIX: &str = "user-content-";
+
+/// `source` (the stored file text of `path`) as sanitized HTML.
+pub fn render_html(path: &str, source: &str, base: Option<&LinkBase>) -> String {
+    let split = frontmatter::split(source);
+    let rewritten;
+    let markdown = if is_mdx(path) {
+        rewritten = mdx::to_markdown(split.markdown);
+        rewritten.as_str()
+    } else {
+        split.markdown
+    };
+    let raw = to_html(markdown).unwrap_or_else(|| {
+        let mut pre = String::from("<pre>");
+        pre.push_str(&escape(markdown));
+        pre.push_str("</pre>");
+        pre
+    });
+    sanitizer(path, base).clean(&raw).to_string()
+}
+
+/// comrak's HTML (raw HTML passed through, to the sanitizer), `None` past the parser's limits.
+fn to_html(markdown: &str) -> Option<String> {
+    let anchors: Vec<String> = markdown::read(markdown, 0)
+        .headings
+        .into_iter()
+        .map(|h| h.anchor)
+        .collect();
+    let arena = Arena::new();
+    let questions = Cell::new(0usize);
+    let over_limits = || {
+        questions.set(questions.get() + 1);
+        arena.len() > MAX_MARKDOWN_NODES
+            || questions.get().saturating_mul(markdown::STEPS_PER_QUESTION) > MAX_MARKDOWN_STEPS
+    };
+    let mut options: Options = markdown::options();
+    options.render.r#unsafe = true;
+    let root = comrak::try_parse_document(&arena, markdown, &options, &over_limits).ok()?;
+    let mut headings = 0;
+    let mut images = Vec::new();
+    for edge in root.traverse() {
+        let NodeEdge::Start(node) = edge else {
+            continue;
+        };
+        let is_heading = matches!(node.data().value, NodeValue::Heading(_));
+        if is_heading {
+            if let Some(anchor) = anchors.get(headings) {
+                let tag = format!("<a id=\"{}\"></a>", escape(anchor));
+                node.prepend(arena.alloc(AstNode::from(NodeValue::HtmlInline(tag))));
+            }
+            headings += 1;
+        }
+        if matches!(node.data().value, NodeValue::Image(_)) {
+            images.push(node);
+        }
+    }
+    for node in images {
+        image_to_link(&arena, node);
+    }
+    let mut html = String::new();
+    comrak::format_html(root, &options, &mut html).ok()?;
+    Some(html)
+}
+
+/// An image becomes a link to it; an image without alt text gets "image" as its text.
+fn image_to_link<'a>(arena: &'a Arena<'a>, node: &'a AstNode<'a>) {
+    let mut data = node.data_mut();
+    let value = std::mem::replace(&mut data.value, NodeValue::Paragraph);
+    data.value = match value {
+        NodeValue::Image(link) => NodeValue::Link(link),
+        other => other,
+    };
+    drop(data);
+    if node.first_child().is_none() {
+        node.append(arena.alloc(AstNode::from(NodeValue::Text("image".into()))));
+    }
+}
+
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The allow-list for document HTML: ammonia's defaults minus embedded media, plus ids (with
+/// GitHub's prefix), only http/https/mailto links, relative URLs resolved for `path`.
+fn sanitizer(path: &str, base: Option<&LinkBase>) -> Builder<'static> {
+    let mut builder = Builder::default();
+    builder
+        .rm_tags(["img", "area", "map"])
+        .add_generic_attributes(["id"])
+        .id_prefix(Some(ID_PREFIX))
+        .url_schemes(["http", "https", "mailto"].into_iter().collect())
+        .link_rel(Some("noopener noreferrer"))
+        .url_relative(match base {
+            Some(base) => UrlRelative::Custom(Box::new(Resolver::new(path, base))),
+            None => UrlRelative::Custom(Box::new(Resolver::fragments_only())),
+        });
+    builder
+}
+
+/// Resolves a relative URL against the document's folder (or the repository root for `/x`) at
+/// the synced commit; `#x` stays in the page.
+struct Resolver {
+    root: Option<url::Url>,
+    folder: Option<url::Url>,
+}
+
+impl Resolver {
+    fn new(path: &str, base: &LinkBase) -> Self {
+        let root = url::Url::parse(&base.blob_base).ok();
+        let folder_path = path.rsplit_once('/').map_or("", |(folder, _)| folder);
+        let folder = root.as_ref().and_then(|root| {
+            if folder_path.is_empty() {
+                Some(root.clone())
+            } else {
+                root.join(&format!("{}/", encode_path(folder_path))).ok()
+            }
+        });
+        Self { root, folder }
+    }
+
+    fn fragments_only() -> Self {
+        Self {
+            root: None,
+            folder: None,
+        }
+    }
+
+    fn resolve<'u>(&self, url: &'u str) -> Option<Cow<'u, str>> {
+        if url.starts_with('#') {
+            return Some(Cow::Borrowed(url));
+        }
+        if url.starts_with("//") {
+            return None;
+        }
+        let joined = match url.strip_prefix('/') {
+            Some(from_root) => self.root.as_ref()?.join(from_root).ok()?,
+            None => self.folder.as_ref()?.join(url).ok()?,
+        };
+        // `..` past the repository root must not leave the commit's tree.
+        let root = self.root.as_ref()?;
+        if !joined.as_str().starts_with(root.as_str()) {
+            return None;
+        }
+        Some(Cow::Owned(joined.to_string()))
+    }
+}
+
+impl ammonia::UrlRelativeEvaluate<'static> for Resolver {
+    fn evaluate<'u>(&self, url: &'u str) -> Option<Cow<'u, str>> {
+        self.resolve(url)
+    }
+}
+
+fn encode_path(path: &str) -> String {
+    path.split('/')
+        .map(|seg| {
+            url::form_urlencoded::byte_serialize(seg.as_bytes())
+                .collect::<String>()
+                .replace('+', "%20")
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> LinkBase {
+        LinkBase {
+            blob_base: "https://github.com/acme/handbook/blob/abc123/".into(),
+        }
+    }
+
+    fn render(path: &str, source: &str) -> String {
+        render_html(path, source, Some(&base()))
+    }
+
+    #[test]
+    fn headings_carry_the_outline_anchor_with_githubs_prefix() {
+        let html = render("docs/a.md", "# Getting Started!\n\n## Install\n\n## Install\n");
+        assert!(html.contains(r#"<h1><a id="user-content-getting-started""#), "{html}");
+        assert!(html.contains(r#"<h2><a id="user-content-install-1""#), "{html}");
+    }
+
+    #[test]
+    fn script_event_handlers_and_javascript_links_do_not_survive() {
+        let html = render(
+            "docs/a.md",
+            "<script>window.ran = 1</script>\n\nText <img src=x onerror=\"window.ran=1\"> and [go](javascript:alert(1)) <a href=\"javascript:window.ran=1\">x</a>\n\n<div onclick=\"x()\" style=\"color:red\">d</div>\n<iframe src=\"https://evil.example\"></iframe>\n",
+        );
+        for banned in [
+            "<script",
+            "window.ran",
+            "onerror",
+            "javascript:",
+            "onclick",
+            "style=",
+            "<iframe",
+            "<img",
+        ] {
+            assert!(!html.contains(banned), "{banned} in {html}");
+        }
+    }
+
+    #[test]
+    fn mdx_imports_and_components_render_inertly() {
+        let html = render(
+            "docs/a.mdx",
+            "import X from './x'\n\n# Title\n\n<Callout onClick={() => alert(1)}>hi</Callout>\n\n<script>{window.ran = 1}</script>\n",
+        );
+        assert!(!html.contains("<script"), "{html}");
+        assert!(!html.contains("window.ran"), "{html}");
+        assert!(!html.contains("onClick"), "{html}");
+    }
+
+    #[test]
+    fn images_become_links_and_load_nothing() {
+        let html = render("docs/guide/a.md", "![the diagram](img/d.png) ![](https://cdn.example/x.png)\n");
+        assert!(!html.contains("<img"), "{html}");
+        assert!(
+            html.contains(r#"href="https://github.com/acme/handbook/blob/abc123/docs/guide/img/d.png""#),
+            "{html}"
+        );
+        assert!(html.contains(">the diagram</a>"), "{html}");
+        assert!(html.contains(">image</a>"), "{html}");
+    }
+
+    #[test]
+    fn relative_links_resolve_to_the_repository_at_the_synced_commit() {
+        let html = render(
+            "docs/guide/a.md",
+            "[b](b.md) [up](../c.md#x) [root](/README.md) [frag](#install) [out](../../../../etc)\n",
+        );
+        assert!(html.contains(r#"href="https://github.com/acme/handbook/blob/abc123/docs/guide/b.md""#), "{html}");
+        assert!(html.contains(r#"href="https://github.com/acme/handbook/blob/abc123/docs/c.md#x""#), "{html}");
+        assert!(html.contains(r#"href="https://github.com/acme/handbook/blob/abc123/README.md""#), "{html}");
+        assert!(html.contains(r##"href="#install""##), "{html}");
+        assert!(!html.contains("etc"), "{html}");
+    }
+
+    #[test]
+    fn without_a_synced_commit_relative_links_are_dropped() {
+        let html = render_html("docs/a.md", "[b](b.md) [f](#x)\n", None);
+        assert!(!html.contains("b.md"), "{html}");
+        assert!(html.contains(r##"href="#x""##), "{html}");
+    }
+
+    #[test]
+    fn frontmatter_is_not_rendered_and_github_extensions_are() {
+        let html = render(
+            "docs/a.md",
+            "---\ntitle: T\n---\n| a | b |\n|---|---|\n| 1 | 2 |\n\n~~old~~ https://example.com\n",
+        );
+        assert!(!html.contains("title: T"), "{html}");
+        assert!(html.contains("<table>"), "{html}");
+        assert!(html.contains("<del>old</del>"), "{html}");
+        assert!(html.contains(r#"href="https://example.com""#), "{html}");
+    }
+
+    #[test]
+    fn a_document_past_the_parser_limits_renders_as_escaped_text() {
+        let doc = format!("<b>x</b>\n{}", "|a|\n|-|\n".to_owned() + &"|<i>\n".repeat(200_000));
+        let html = render("docs/a.md", &doc);
+        assert!(html.starts_with("<pre>"), "{}", &html[..100.min(html.len())]);
+        assert!(!html.contains("<b>"));
+    }
+}
