@@ -5,6 +5,9 @@
 #   bash scripts/tools.sh           cfn-lint and the SAM CLI (the template checks; SAM in its own
 #                                   venv, .venv-sam/, as it pins many packages)
 #   bash scripts/tools.sh --lambda  cargo-lambda only (`cargo lambda watch` for local runs)
+#   bash scripts/tools.sh --browser Chromium and chromedriver (Debian packages, apt-get) and
+#                                   axe-core (npm, pinned) in .tools/axe-core/: the console's
+#                                   real-browser tests (`console_browser`) and bench-console
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +17,30 @@ if [ "${1:-}" = "--lambda" ]; then
   if ! need cargo-lambda; then
     echo "installing cargo-lambda: python3 -m pip install cargo-lambda (Python package)"
     python3 -m pip install --quiet cargo-lambda
+  fi
+  exit 0
+fi
+
+if [ "${1:-}" = "--browser" ]; then
+  AXE_VERSION=4.10.3
+  if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+    sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "installing Chromium and chromedriver: apt-get install chromium chromium-driver (Debian packages)"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium chromium-driver
+  fi
+  if [ ! -f .tools/axe-core/axe.min.js ] \
+    || ! grep -q "\"version\": \"$AXE_VERSION\"" .tools/axe-core/package.json 2>/dev/null; then
+    need npm || { echo "npm is needed for axe-core: apt-get install npm" >&2; exit 1; }
+    echo "installing axe-core $AXE_VERSION into .tools/axe-core/ (npm pack from the npm registry)"
+    mkdir -p .tools
+    tmp="$(mktemp -d)"
+    (cd "$tmp" && npm pack --silent "axe-core@$AXE_VERSION" >/dev/null)
+    rm -rf .tools/axe-core
+    mkdir -p .tools/axe-core
+    tar -xzf "$tmp"/axe-core-"$AXE_VERSION".tgz -C .tools/axe-core --strip-components=1
+    rm -rf "$tmp"
   fi
   exit 0
 fi

@@ -4,6 +4,7 @@
 pub mod agent_server;
 pub mod apigw;
 pub mod bench;
+pub mod browser;
 pub mod cli;
 pub mod db;
 pub mod fake_github;

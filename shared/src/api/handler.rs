@@ -164,7 +164,14 @@ async fn route(state: &AppState, req: &Request) -> Result<(StatusCode, Value), A
             Ok((StatusCode::OK, data))
         }
         Route::Runs => {
-            let runs = read::runs(pool).await.map_err(db_failure("list runs"))?;
+            let params = read::params::Params::parse(req.uri().query(), &["repo"])?;
+            let repo = params.one("repo")?;
+            if let Some(r) = repo {
+                read::params::repo_name(r)?;
+            }
+            let runs = read::runs(pool, repo)
+                .await
+                .map_err(db_failure("list runs"))?;
             Ok((StatusCode::OK, json!({ "runs": runs })))
         }
         Route::Run(id) => {

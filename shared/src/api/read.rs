@@ -29,6 +29,8 @@ pub struct RepoView {
     /// Files skipped by the last plan: `[{"path": ..., "reason": ...}]`.
     pub warnings: serde_json::Value,
     pub document_count: i64,
+    /// The commit the last complete plan synced (null before one).
+    pub head_commit_sha: Option<String>,
 }
 
 #[derive(Debug, Serialize, sqlx::FromRow)]
@@ -79,13 +81,17 @@ macro_rules! run_columns {
     };
 }
 
-pub async fn runs(pool: &PgPool) -> Result<Vec<RunView>, sqlx::Error> {
+/// The newest [`RUNS_LIMIT`] runs; with `repo` (`owner/name`, any case) the runs that covered
+/// it: its own one-repository runs and the full runs.
+pub async fn runs(pool: &PgPool, repo: Option<&str>) -> Result<Vec<RunView>, sqlx::Error> {
     sqlx::query_as(concat!(
         "SELECT ",
         run_columns!(),
-        " FROM sync_runs ORDER BY started_at DESC, id DESC LIMIT $1"
+        " FROM sync_runs WHERE $2::text IS NULL OR scope IS NULL OR lower(scope) = lower($2)
+          ORDER BY started_at DESC, id DESC LIMIT $1"
     ))
     .bind(RUNS_LIMIT)
+    .bind(repo)
     .fetch_all(pool)
     .await
 }

@@ -1,6 +1,8 @@
 //! The web console (issue 22): one HTML page, one script and one style sheet, compiled into the
 //! binary and served by the sync API (`GET /`, `GET /console/app.js`, `GET /console/app.css`),
-//! deployed with it and served by `syncplane serve`. The page reads the same JSON routes as any
+//! deployed with it and served by `syncplane serve` and `cargo lambda watch`. The page names its
+//! files and the API relative to where it was loaded, so it works at `/`, under an API stage and
+//! at `/lambda-url/sync-api/` (where the script sends ingest's routes to `/lambda-url/ingest/`). The page reads the same JSON routes as any
 //! client, with the token the reader typed (kept for the tab in `sessionStorage`, sent as the
 //! Bearer header; never in a URL or a cookie).
 //!
@@ -46,7 +48,7 @@ pub struct Asset {
 /// The asset at `path`, if the path is the console's.
 pub fn asset(path: &str) -> Option<Asset> {
     let (content_type, body) = match path {
-        INDEX_PATH | "/console" | "/console/" => ("text/html; charset=utf-8", INDEX_HTML),
+        INDEX_PATH => ("text/html; charset=utf-8", INDEX_HTML),
         SCRIPT_PATH => ("text/javascript; charset=utf-8", APP_JS),
         STYLE_PATH => ("text/css; charset=utf-8", APP_CSS),
         _ => return None,
@@ -80,14 +82,19 @@ mod tests {
 
     #[test]
     fn the_page_loads_only_its_own_script_and_style() {
-        assert!(INDEX_HTML.contains(&format!("src=\"{SCRIPT_PATH}\"")));
-        assert!(INDEX_HTML.contains(&format!("href=\"{STYLE_PATH}\"")));
+        // Relative, so the page works under any prefix: `/`, an API stage, or
+        // `/lambda-url/sync-api/` under `cargo lambda watch`.
+        assert!(INDEX_HTML.contains(&format!("src=\"{}\"", &SCRIPT_PATH[1..])));
+        assert!(INDEX_HTML.contains(&format!("href=\"{}\"", &STYLE_PATH[1..])));
         assert!(!INDEX_HTML.contains("<script>"), "no inline script");
         assert!(!INDEX_HTML.contains("style="), "no inline style");
         for text in [INDEX_HTML, APP_JS, APP_CSS] {
             // The SVG namespace is a name, not a request.
             let text = text.replace("http://www.w3.org/", "");
-            assert!(!text.contains("http://") && !text.contains("https://"), "no other origin");
+            assert!(
+                !text.contains("http://") && !text.contains("https://"),
+                "no other origin"
+            );
         }
     }
 
@@ -101,7 +108,9 @@ mod tests {
     fn every_answer_carries_the_security_headers() {
         for path in [INDEX_PATH, SCRIPT_PATH, STYLE_PATH] {
             let response = response(asset(path).unwrap(), false);
-            let csp = response.headers()["content-security-policy"].to_str().unwrap();
+            let csp = response.headers()["content-security-policy"]
+                .to_str()
+                .unwrap();
             assert!(csp.contains("frame-ancestors 'none'"));
             assert!(csp.contains("script-src 'self'") && !csp.contains("unsafe-inline"));
             assert_eq!(response.headers()["x-content-type-options"], "nosniff");

@@ -476,12 +476,12 @@ impl Arrived<'_> {
                 .remove(&file.path)
                 .map(|b| parse::parse_document(&file.path, &b))
             {
-                Some(Ok(parsed)) => ReadmeWrite::Replace(DocumentWrite {
+                Some(Ok(parsed)) => ReadmeWrite::Replace(Box::new(DocumentWrite {
                     path: file.path.clone(),
                     blob_sha: file.blob_sha.clone(),
                     size: file.size,
                     parsed,
-                }),
+                })),
                 Some(Err(refusal)) => {
                     self.warnings.push(unstorable(file, &refusal));
                     ReadmeWrite::Absent

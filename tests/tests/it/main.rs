@@ -3,6 +3,8 @@
 mod agent_client;
 mod architecture;
 mod cli;
+mod console;
+mod console_browser;
 mod deploy;
 mod docs;
 mod engine;

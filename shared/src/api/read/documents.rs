@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 
 use super::super::error::{ApiError, db_failure};
-use crate::sync::parse::{LinkBase, render_html};
 use super::cursor;
 use super::owners::{owners_json, rules_of};
 use super::params::{Params, like_prefix};
 use super::repos::{Repo, next_cursor};
+use crate::sync::parse::{LinkBase, render_html};
 
 pub const DEFAULT_LIMIT: i64 = 100;
 pub const MAX_LIMIT: i64 = 500;

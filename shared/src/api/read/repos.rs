@@ -79,7 +79,7 @@ pub async fn list(pool: &PgPool, params: &Params) -> Result<Value, ApiError> {
     let mut rows: Vec<ListRow> = sqlx::query_as(
         "SELECT lower(r.owner) AS lower_owner, lower(r.name) AS lower_name,
                 r.owner || '/' || r.name AS full_name, r.github_id, r.sync_status, r.sync_error,
-                r.sync_error_code, r.last_synced_at, r.warnings,
+                r.sync_error_code, r.last_synced_at, r.warnings, r.head_commit_sha,
                 (SELECT count(*) FROM documents d WHERE d.repo_id = r.id) AS document_count
          FROM repos r
          WHERE $1::text IS NULL OR (lower(r.owner), lower(r.name), r.github_id) > ($1, $2, $3)

@@ -5,9 +5,9 @@ use serde_json::Value;
 use sqlx::PgPool;
 
 use super::super::error::ApiError;
+use super::documents::Format;
 use super::params::{Params, percent_decode, repo_path};
 use super::search::SearchRequest;
-use super::documents::Format;
 use super::{documents, owners, repos, search};
 use crate::config::{TenantConfig, is_repo_name_part};
 

@@ -227,9 +227,18 @@ mod tests {
 
     #[test]
     fn headings_carry_the_outline_anchor_with_githubs_prefix() {
-        let html = render("docs/a.md", "# Getting Started!\n\n## Install\n\n## Install\n");
-        assert!(html.contains(r#"<h1><a id="user-content-getting-started""#), "{html}");
-        assert!(html.contains(r#"<h2><a id="user-content-install-1""#), "{html}");
+        let html = render(
+            "docs/a.md",
+            "# Getting Started!\n\n## Install\n\n## Install\n",
+        );
+        assert!(
+            html.contains(r#"<h1><a id="user-content-getting-started""#),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"<h2><a id="user-content-install-1""#),
+            "{html}"
+        );
     }
 
     #[test]
@@ -265,10 +274,15 @@ mod tests {
 
     #[test]
     fn images_become_links_and_load_nothing() {
-        let html = render("docs/guide/a.md", "![the diagram](img/d.png) ![](https://cdn.example/x.png)\n");
+        let html = render(
+            "docs/guide/a.md",
+            "![the diagram](img/d.png) ![](https://cdn.example/x.png)\n",
+        );
         assert!(!html.contains("<img"), "{html}");
         assert!(
-            html.contains(r#"href="https://github.com/acme/handbook/blob/abc123/docs/guide/img/d.png""#),
+            html.contains(
+                r#"href="https://github.com/acme/handbook/blob/abc123/docs/guide/img/d.png""#
+            ),
             "{html}"
         );
         assert!(html.contains(">the diagram</a>"), "{html}");
@@ -281,9 +295,18 @@ mod tests {
             "docs/guide/a.md",
             "[b](b.md) [up](../c.md#x) [root](/README.md) [frag](#install) [out](../../../../etc)\n",
         );
-        assert!(html.contains(r#"href="https://github.com/acme/handbook/blob/abc123/docs/guide/b.md""#), "{html}");
-        assert!(html.contains(r#"href="https://github.com/acme/handbook/blob/abc123/docs/c.md#x""#), "{html}");
-        assert!(html.contains(r#"href="https://github.com/acme/handbook/blob/abc123/README.md""#), "{html}");
+        assert!(
+            html.contains(r#"href="https://github.com/acme/handbook/blob/abc123/docs/guide/b.md""#),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"href="https://github.com/acme/handbook/blob/abc123/docs/c.md#x""#),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"href="https://github.com/acme/handbook/blob/abc123/README.md""#),
+            "{html}"
+        );
         assert!(html.contains(r##"href="#install""##), "{html}");
         assert!(!html.contains("etc"), "{html}");
     }
@@ -309,9 +332,16 @@ mod tests {
 
     #[test]
     fn a_document_past_the_parser_limits_renders_as_escaped_text() {
-        let doc = format!("<b>x</b>\n{}", "|a|\n|-|\n".to_owned() + &"|<i>\n".repeat(200_000));
+        let doc = format!(
+            "<b>x</b>\n{}",
+            "|a|\n|-|\n".to_owned() + &"|<i>\n".repeat(200_000)
+        );
         let html = render("docs/a.md", &doc);
-        assert!(html.starts_with("<pre>"), "{}", &html[..100.min(html.len())]);
+        assert!(
+            html.starts_with("<pre>"),
+            "{}",
+            &html[..100.min(html.len())]
+        );
         assert!(!html.contains("<b>"));
     }
 }

@@ -72,7 +72,8 @@ pub enum CodeOwnersWrite {
 pub enum ReadmeWrite {
     Absent,
     Keep,
-    Replace(DocumentWrite),
+    /// Boxed: a parsed document (its text and source) is large beside the other variants.
+    Replace(Box<DocumentWrite>),
 }
 
 /// Everything one sync writes.

@@ -23,12 +23,19 @@ fn files() -> Vec<(&'static str, &'static str)> {
 async fn format_markdown_is_the_file_as_synced() {
     let files = files();
     let (_w, st) = synced(&[("acme/handbook", &files[..])]).await;
-    let r = read(&st, "/api/repos/acme/handbook/documents/docs/hostile.md?format=markdown").await;
+    let r = read(
+        &st,
+        "/api/repos/acme/handbook/documents/docs/hostile.md?format=markdown",
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.data()["markdown"], HOSTILE);
     assert!(r.data().get("html").is_none());
     let r = read(&st, "/api/repos/acme/handbook/readme?format=markdown").await;
-    assert_eq!(r.data()["markdown"], "# Handbook\n\nSee [docs](docs/hostile.md).\n");
+    assert_eq!(
+        r.data()["markdown"],
+        "# Handbook\n\nSee [docs](docs/hostile.md).\n"
+    );
 }
 
 #[tokio::test]
@@ -36,12 +43,24 @@ async fn format_html_is_sanitized_script_handlers_frames_and_javascript_links_ne
     let files = files();
     let (_w, st) = synced(&[("acme/handbook", &files[..])]).await;
     for path in ["docs/hostile.md", "docs/page.mdx"] {
-        let r = read(&st, &format!("/api/repos/acme/handbook/documents/{path}?format=html")).await;
+        let r = read(
+            &st,
+            &format!("/api/repos/acme/handbook/documents/{path}?format=html"),
+        )
+        .await;
         assert_eq!(r.status, 200, "{}", r.body);
         let html = r.data()["html"].as_str().unwrap();
         for banned in [
-            "<script", "window.ran", "onerror", "onclick", "onmouseover", "javascript:",
-            "<iframe", "<img", "style=", "evil.example",
+            "<script",
+            "window.ran",
+            "onerror",
+            "onclick",
+            "onmouseover",
+            "javascript:",
+            "<iframe",
+            "<img",
+            "style=",
+            "evil.example",
         ] {
             assert!(!html.contains(banned), "{path}: {banned} in {html}");
         }
@@ -52,21 +71,40 @@ async fn format_html_is_sanitized_script_handlers_frames_and_javascript_links_ne
 async fn format_html_resolves_links_to_the_synced_commit_and_anchors_headings_like_the_outline() {
     let files = files();
     let (_w, st) = synced(&[("acme/handbook", &files[..])]).await;
-    let r = read(&st, "/api/repos/acme/handbook/documents/docs/hostile.md?format=html").await;
+    let r = read(
+        &st,
+        "/api/repos/acme/handbook/documents/docs/hostile.md?format=html",
+    )
+    .await;
     let d = r.data();
     let html = d["html"].as_str().unwrap();
     // githubUrl is {html_url}/blob/{sha}/docs/hostile.md: links resolve beside it.
-    let base = d["githubUrl"].as_str().unwrap().trim_end_matches("docs/hostile.md");
-    assert!(html.contains(&format!("href=\"{base}docs/intro.md\"")), "{html}");
-    assert!(html.contains(&format!("href=\"{base}README.md\"")), "{html}");
-    assert!(html.contains(&format!("href=\"{base}docs/img/d.png\"")), "images become links: {html}");
+    let base = d["githubUrl"]
+        .as_str()
+        .unwrap()
+        .trim_end_matches("docs/hostile.md");
+    assert!(
+        html.contains(&format!("href=\"{base}docs/intro.md\"")),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!("href=\"{base}README.md\"")),
+        "{html}"
+    );
+    assert!(
+        html.contains(&format!("href=\"{base}docs/img/d.png\"")),
+        "images become links: {html}"
+    );
     assert!(html.contains("href=\"#next-step\""), "{html}");
     for h in d["headings"].as_array().unwrap() {
         let id = format!("id=\"user-content-{}\"", h["anchor"].as_str().unwrap());
         assert!(html.contains(&id), "{id} in {html}");
     }
     assert!(html.contains("<table>"), "GitHub's tables: {html}");
-    assert!(!html.contains("title: Hostile"), "frontmatter is not rendered");
+    assert!(
+        !html.contains("title: Hostile"),
+        "frontmatter is not rendered"
+    );
 }
 
 #[tokio::test]
@@ -90,13 +128,25 @@ async fn a_row_synced_before_sources_were_stored_answers_null_until_the_file_cha
         .execute(&w.db.pool)
         .await
         .unwrap();
-    let r = read(&st, "/api/repos/acme/handbook/documents/docs/intro.md?format=html").await;
+    let r = read(
+        &st,
+        "/api/repos/acme/handbook/documents/docs/intro.md?format=html",
+    )
+    .await;
     assert_eq!(r.status, 200, "{}", r.body);
     assert!(r.data()["html"].is_null());
     assert_eq!(r.data()["title"], "Intro");
     let change = Change::Put("docs/intro.md".into(), b"# Intro\n\nNew words.\n".to_vec());
     w.gh.push("acme/handbook", &[change]);
     w.sync("acme/handbook").await.unwrap();
-    let r = read(&st, "/api/repos/acme/handbook/documents/docs/intro.md?format=html").await;
-    assert!(r.data()["html"].as_str().unwrap().contains("New words."), "{}", r.body);
+    let r = read(
+        &st,
+        "/api/repos/acme/handbook/documents/docs/intro.md?format=html",
+    )
+    .await;
+    assert!(
+        r.data()["html"].as_str().unwrap().contains("New words."),
+        "{}",
+        r.body
+    );
 }

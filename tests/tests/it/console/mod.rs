@@ -8,6 +8,7 @@ mod sessions;
 
 use http::HeaderMap;
 use lambda_http::Body;
+use serde_json::Value;
 
 use crate::functions::support::{READ_TOKEN, TOKEN, apigw};
 use crate::read::{get, synced};
@@ -71,4 +72,50 @@ async fn whoami_says_write_for_the_sync_api_token_read_for_the_read_token_and_40
     assert_eq!((r.status, r.code()), (401, Some("unauthenticated")));
     let r = get(&st, "/api/whoami", None).await;
     assert_eq!(r.status, 401);
+}
+
+#[tokio::test]
+async fn the_repository_list_shows_each_head_commit_and_runs_filter_to_those_that_covered_a_repository()
+ {
+    let files: &[(&str, &str)] = &[("docs/a.md", "# A\n")];
+    let (w, st) = synced(&[("acme/one", files), ("acme/two", files)]).await;
+    let r = get(&st, "/api/repos", Some(READ_TOKEN)).await;
+    for repo in r.data()["repositories"].as_array().unwrap() {
+        let name = repo["fullName"].as_str().unwrap();
+        assert_eq!(
+            repo["headCommitSha"].as_str(),
+            w.gh.branch_head(name, "main").as_deref(),
+            "{name}"
+        );
+    }
+    for (scope, trigger) in [
+        (Some("acme/one"), "manual"),
+        (Some("acme/two"), "manual"),
+        (None, "schedule"),
+    ] {
+        sqlx::query(
+            "INSERT INTO sync_runs (trigger, scope, status, lock_key, finished_at)
+             VALUES ($1, $2, 'success', 1, now())",
+        )
+        .bind(trigger)
+        .bind(scope)
+        .execute(&w.db.pool)
+        .await
+        .unwrap();
+    }
+    let r = get(&st, "/api/sync/runs?repo=ACME/one", Some(READ_TOKEN)).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let scopes: Vec<&Value> = r.data()["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| &r["scope"])
+        .collect();
+    assert!(
+        scopes.iter().all(|s| s.is_null() || *s == "acme/one"),
+        "{scopes:?}"
+    );
+    assert!(scopes.iter().any(|s| *s == "acme/one") && scopes.iter().any(|s| s.is_null()));
+    let r = get(&st, "/api/sync/runs?repo=nope", Some(READ_TOKEN)).await;
+    assert_eq!((r.status, r.code()), (400, Some("invalid_repository")));
 }

@@ -41,7 +41,9 @@ async fn org(db: &TestDb, name: &str, opted_in: bool, users: &[(&str, &str)]) ->
             .await
             .unwrap();
     }
-    let token = read_auth::issue_read_token(&db.pool, id, Some("web")).await.unwrap();
+    let token = read_auth::issue_read_token(&db.pool, id, Some("web"))
+        .await
+        .unwrap();
     (id, token.token)
 }
 
@@ -74,7 +76,12 @@ impl Org {
         let db = TestDb::new().await;
         let (acme, token) = org(&db, "acme", opted_in, &[("ada", "a-1"), ("bob", "b-1")]).await;
         let (globex, other_token) = org(&db, "globex", false, &[("eve", "g-1")]).await;
-        insert(&db, globex, &row("g-1", "globex-secret", "gpt", None, 0, None)).await;
+        insert(
+            &db,
+            globex,
+            &row("g-1", "globex-secret", "gpt", None, 0, None),
+        )
+        .await;
         let state = IngestState {
             pool: db.pool.clone(),
             rate_limit_per_minute: 10,
@@ -93,7 +100,11 @@ impl Org {
     async fn get(&self, path_and_query: &str, token: &str) -> Reply {
         let auth = format!("Bearer {token}");
         let req = request("GET", path_and_query, &[("authorization", &auth)], None);
-        checked_reply("GET", path_and_query, shared::ingest::handle(&self.state, req).await)
+        checked_reply(
+            "GET",
+            path_and_query,
+            shared::ingest::handle(&self.state, req).await,
+        )
     }
 }
 
@@ -121,7 +132,19 @@ async fn an_orgs_sessions_list_newest_first_in_pages_and_another_orgs_token_sees
     let (o, acme) = Org::new(false).await;
     for (i, target) in ["a-1", "b-1", "a-1", "b-1", "a-1"].iter().enumerate() {
         let id = format!("s-{i}");
-        insert(&o.db, acme, &row(target, &id, "opus", Some("git@github.com:acme/x.git"), i as i32, None)).await;
+        insert(
+            &o.db,
+            acme,
+            &row(
+                target,
+                &id,
+                "opus",
+                Some("git@github.com:acme/x.git"),
+                i as i32,
+                None,
+            ),
+        )
+        .await;
     }
     let mut seen = Vec::new();
     let mut url = "/api/agent-sessions/sessions?limit=2".to_owned();
@@ -139,7 +162,11 @@ async fn an_orgs_sessions_list_newest_first_in_pages_and_another_orgs_token_sees
             None => break,
         }
     }
-    assert_eq!(seen, ["s-0", "s-1", "s-2", "s-3", "s-4"], "newest first, each once");
+    assert_eq!(
+        seen,
+        ["s-0", "s-1", "s-2", "s-3", "s-4"],
+        "newest first, each once"
+    );
     let r = o.get("/api/agent-sessions/sessions", &o.other_token).await;
     let ids: Vec<&str> = r.data()["sessions"]
         .as_array()
@@ -155,7 +182,11 @@ async fn the_sessions_routes_refuse_a_missing_or_device_token_a_bad_limit_and_a_
     let (o, _) = Org::new(false).await;
     for token in ["", "spr_0000", "not-a-read-token"] {
         let r = o.get("/api/agent-sessions/sessions", token).await;
-        assert_eq!((r.status, r.code()), (401, Some("unauthenticated")), "{token}");
+        assert_eq!(
+            (r.status, r.code()),
+            (401, Some("unauthenticated")),
+            "{token}"
+        );
     }
     for url in [
         "/api/agent-sessions/sessions?limit=0",
@@ -170,13 +201,19 @@ async fn the_sessions_routes_refuse_a_missing_or_device_token_a_bad_limit_and_a_
 }
 
 #[tokio::test]
-async fn insights_count_sessions_and_active_users_per_day_tokens_by_model_and_sessions_per_repository() {
+async fn insights_count_sessions_and_active_users_per_day_tokens_by_model_and_sessions_per_repository()
+ {
     let (o, acme) = Org::new(true).await;
     let x = Some("git@github.com:acme/x.git");
     let y = Some("git@github.com:acme/y.git");
     let frustrated = Some(json!({"score": 0.8, "signals": ["repeated_prompt"]}));
     let calm = Some(json!({"score": 0.1, "signals": []}));
-    insert(&o.db, acme, &row("a-1", "t-1", "opus", x, 0, frustrated.clone())).await;
+    insert(
+        &o.db,
+        acme,
+        &row("a-1", "t-1", "opus", x, 0, frustrated.clone()),
+    )
+    .await;
     insert(&o.db, acme, &row("a-1", "t-2", "opus", x, 0, calm)).await;
     insert(&o.db, acme, &row("b-1", "t-3", "sonnet", y, 0, None)).await;
     insert(&o.db, acme, &row("b-1", "y-1", "sonnet", x, 1, frustrated)).await;
@@ -186,19 +223,36 @@ async fn insights_count_sessions_and_active_users_per_day_tokens_by_model_and_se
     let d = r.data();
     assert_eq!(d["frustrationOptIn"], true);
     let days = d["perDay"].as_array().unwrap();
-    assert_eq!(days.len(), 2, "the session 40 days ago is outside the window: {d}");
+    assert_eq!(
+        days.len(),
+        2,
+        "the session 40 days ago is outside the window: {d}"
+    );
     let today = &days[1];
-    assert_eq!((today["sessions"].as_i64(), today["activeUsers"].as_i64()), (Some(3), Some(2)));
+    assert_eq!(
+        (today["sessions"].as_i64(), today["activeUsers"].as_i64()),
+        (Some(3), Some(2))
+    );
     assert_eq!(today["frustrated"], 1);
     assert_eq!(days[0]["sessions"], 1);
     let models = d["tokensByModel"].as_array().unwrap();
     let opus = models.iter().find(|m| m["model"] == "opus").unwrap();
-    assert_eq!((opus["sessions"].as_i64(), opus["inputTokens"].as_i64()), (Some(2), Some(200)));
+    assert_eq!(
+        (opus["sessions"].as_i64(), opus["inputTokens"].as_i64()),
+        (Some(2), Some(200))
+    );
     let repos = d["sessionsByRepository"].as_array().unwrap();
     assert_eq!(repos[0]["repository"], "git@github.com:acme/x.git");
     assert_eq!(repos[0]["sessions"], 3);
-    let r = o.get("/api/agent-sessions/insights?days=60", &o.token).await;
-    let total: i64 = r.data()["perDay"].as_array().unwrap().iter().map(|d| d["sessions"].as_i64().unwrap()).sum();
+    let r = o
+        .get("/api/agent-sessions/insights?days=60", &o.token)
+        .await;
+    let total: i64 = r.data()["perDay"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["sessions"].as_i64().unwrap())
+        .sum();
     assert_eq!(total, 5);
 }
 

@@ -86,6 +86,12 @@ fn the_banner_names_the_watch_address_the_key_and_no_unset_variable() {
     assert!(demo.contains("App key (GITHUB_APP_PRIVATE_KEY_FILE): /tmp/fake/app.pem"));
     assert!(demo.contains(". /tmp/syncplane-local.env;"), "{demo}");
     assert!(demo.contains("http://127.0.0.1:9000/lambda-url/sync-api/api/repos"));
+    // The web console under watch: the sync API's own prefix, with the slash its relative
+    // script and style URLs need.
+    assert!(
+        demo.contains("Web console: http://127.0.0.1:9000/lambda-url/sync-api/\n"),
+        "{demo}"
+    );
 
     // A real App under serve on another address: the token is never printed, the line says
     // to export it; the addresses follow SYNCPLANE_SERVE_ADDR; an inline key is not printed
@@ -102,6 +108,10 @@ fn the_banner_names_the_watch_address_the_key_and_no_unset_variable() {
     assert!(real.contains("Bearer $SYNC_API_TOKEN"), "{real}");
     assert!(real.contains("first: export SYNC_API_TOKEN"), "{real}");
     assert!(real.contains("http://127.0.0.1:9100/lambda-url/sync-api/api/sync"));
+    assert!(
+        real.contains("Web console: http://127.0.0.1:9100/\n"),
+        "{real}"
+    );
     assert!(
         real.contains("http://127.0.0.1:9100/github/webhook"),
         "{real}"

@@ -187,6 +187,12 @@ fn every_route_of_the_design_reaches_its_function() {
         ("GET", "/api/agent-sessions/transcripts", "ingest"),
         ("GET", "/api/agent-sessions/transcripts/segment", "ingest"),
         ("GET", "/api/agent-sessions/transcripts/lines", "ingest"),
+        ("GET", "/api/whoami", "sync-api"),
+        ("GET", "/", "sync-api"),
+        ("GET", "/console/app.js", "sync-api"),
+        ("GET", "/console/app.css", "sync-api"),
+        ("GET", "/api/agent-sessions/sessions", "ingest"),
+        ("GET", "/api/agent-sessions/insights", "ingest"),
     ];
     let mut routes = Vec::new();
     for (_, r) in functions(&t) {

@@ -171,6 +171,11 @@ async fn api_errors_name_the_parameter_the_limit_range_and_a_missing_parameter()
         (
             "/api/repos/acme/handbook/readme?path=x",
             "unknown_parameter",
+            r#"unknown query parameter "path"; this route takes format (and tenant)"#,
+        ),
+        (
+            "/api/repos/acme/handbook?path=x",
+            "unknown_parameter",
             r#"unknown query parameter "path"; this route takes none but tenant"#,
         ),
         (
