@@ -1,6 +1,6 @@
 //! A real browser for the web console's tests and bench-console (issue 22): chromedriver on a
 //! free loopback port driving headless Chromium through WebDriver (fantoccini), with helpers for
-//! screenshots (`docs/screens/<name>.png`), axe-core (`.tools/axe-core/axe.min.js`, serious and
+//! screenshots (`target/console-screens/<name>.png`, or `SYNCPLANE_SCREENS_DIR`), axe-core (`.tools/axe-core/axe.min.js`, serious and
 //! critical violations), Performance entries, and requests that left for another origin.
 //!
 //! Chromium and chromedriver are not optional: without them every browser test fails with one
@@ -33,6 +33,16 @@ pub fn workspace_root() -> PathBuf {
         .parent()
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Where screenshots go: `target/console-screens/` (a test run leaves the committed ones alone),
+/// or `SYNCPLANE_SCREENS_DIR` (`SYNCPLANE_SCREENS_DIR=docs/screens bash scripts/test.sh
+/// console_browser` refreshes the README's).
+pub fn screens_dir() -> PathBuf {
+    match std::env::var_os("SYNCPLANE_SCREENS_DIR") {
+        Some(dir) => workspace_root().join(dir),
+        None => workspace_root().join("target/console-screens"),
+    }
 }
 
 fn chromium() -> PathBuf {
@@ -220,11 +230,11 @@ impl Browser {
             .expect("perform_actions");
     }
 
-    /// A PNG of the viewport in `docs/screens/<name>.png`; its path.
+    /// A PNG of the viewport in [`screens_dir`]`/<name>.png`; its path.
     pub async fn screenshot(&self, name: &str) -> PathBuf {
         let png = self.client.screenshot().await.expect("screenshot");
-        let dir = workspace_root().join("docs/screens");
-        std::fs::create_dir_all(&dir).expect("docs/screens");
+        let dir = screens_dir();
+        std::fs::create_dir_all(&dir).expect("the screenshots' folder");
         let path = dir.join(format!("{name}.png"));
         std::fs::write(&path, png).expect("write the screenshot");
         path

@@ -1,6 +1,6 @@
 //! Every page of the console under axe-core (no serious or critical violation) at a desktop
 //! width and at 360 px, with no horizontal scrolling at 360 px, no request to another origin,
-//! and a screenshot of each in docs/screens/.
+//! and a screenshot of each (`syncplane_tests::browser::screens_dir`).
 
 use super::{SESSION, Site, TARGET, TOKEN, go};
 use syncplane_tests::browser::{DESKTOP, MOBILE_WIDTH};

@@ -3,7 +3,7 @@
 //! a seeded world: synced repositories (one failed), a hostile document, an organization with
 //! sessions and an archived transcript. Sign-in with each token, search and paging, the failed
 //! repository, inert document HTML, the sync button, sessions and insights, axe-core on every
-//! page, screenshots to docs/screens/.
+//! page, screenshots to `syncplane_tests::browser::screens_dir`.
 //!
 //! Without Chromium and chromedriver these tests fail, saying to run
 //! `bash scripts/tools.sh --browser`.
