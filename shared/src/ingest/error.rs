@@ -17,6 +17,10 @@ pub enum IngestError {
     /// Token missing, unknown or revoked.
     #[error("missing or invalid device token")]
     Unauthenticated,
+    /// A read route's token missing, unknown or revoked (an org read token, `spr_...`; a device
+    /// token is none). The same status and code; the message names the token the route takes.
+    #[error("missing or invalid read token (an organization read token, spr_...)")]
+    ReadUnauthenticated,
     /// The wire or the decoded size cap.
     #[error("request body too large")]
     PayloadTooLarge,
@@ -70,7 +74,7 @@ impl IngestError {
         match self {
             Self::NotFound => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
-            Self::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Self::Unauthenticated | Self::ReadUnauthenticated => StatusCode::UNAUTHORIZED,
             Self::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Self::UnsupportedEncoding => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::BadRequest(_) => StatusCode::BAD_REQUEST,
@@ -92,7 +96,7 @@ impl IngestError {
         match self {
             Self::NotFound => Some(code::NOT_FOUND),
             Self::MethodNotAllowed { .. } => Some(code::METHOD_NOT_ALLOWED),
-            Self::Unauthenticated => Some(code::UNAUTHENTICATED),
+            Self::Unauthenticated | Self::ReadUnauthenticated => Some(code::UNAUTHENTICATED),
             Self::PayloadTooLarge | Self::BadRequest(_) => None,
             Self::UnsupportedEncoding => Some(code::UNSUPPORTED_ENCODING),
             Self::TargetNotOwned => Some(code::TARGET_NOT_OWNED),

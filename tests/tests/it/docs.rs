@@ -62,6 +62,7 @@ fn ingest_errors() -> Vec<IngestError> {
         E::NotFound,
         E::MethodNotAllowed { allow: "GET" },
         E::Unauthenticated,
+        E::ReadUnauthenticated,
         E::PayloadTooLarge,
         E::UnsupportedEncoding,
         E::bad_request("x"),
@@ -82,6 +83,7 @@ fn ingest_errors() -> Vec<IngestError> {
             E::NotFound
             | E::MethodNotAllowed { .. }
             | E::Unauthenticated
+            | E::ReadUnauthenticated
             | E::PayloadTooLarge
             | E::UnsupportedEncoding
             | E::BadRequest(_)

@@ -26,9 +26,9 @@ pub struct Reader {
 /// 401 `unauthenticated` unless the header carries a known, unrevoked read token. A device
 /// token is no read token (its hash is not in `read_tokens`).
 pub async fn authenticate(pool: &PgPool, headers: &HeaderMap) -> Result<Reader, IngestError> {
-    let token = bearer_token(headers).ok_or(IngestError::Unauthenticated)?;
+    let token = bearer_token(headers).ok_or(IngestError::ReadUnauthenticated)?;
     if !token.starts_with(READ_TOKEN_PREFIX) {
-        return Err(IngestError::Unauthenticated);
+        return Err(IngestError::ReadUnauthenticated);
     }
     let hash = token_hash(token);
     let row: Option<(i64, Vec<u8>, bool, i64)> = sqlx::query_as(
@@ -40,10 +40,10 @@ pub async fn authenticate(pool: &PgPool, headers: &HeaderMap) -> Result<Reader, 
     .await
     .map_err(db_failure("authenticate read token"))?;
     let Some((token_id, stored, revoked, org_id)) = row else {
-        return Err(IngestError::Unauthenticated);
+        return Err(IngestError::ReadUnauthenticated);
     };
     if !bool::from(stored.ct_eq(hash.as_slice())) || revoked {
-        return Err(IngestError::Unauthenticated);
+        return Err(IngestError::ReadUnauthenticated);
     }
     Ok(Reader { token_id, org_id })
 }
