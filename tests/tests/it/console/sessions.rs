@@ -187,6 +187,11 @@ async fn the_sessions_routes_refuse_a_missing_or_device_token_a_bad_limit_and_a_
             (401, Some("unauthenticated")),
             "{token}"
         );
+        let said = r.body["error"]["message"].as_str().unwrap();
+        assert!(
+            said.contains("read token"),
+            "names the token the route takes: {said}"
+        );
     }
     for url in [
         "/api/agent-sessions/sessions?limit=0",
