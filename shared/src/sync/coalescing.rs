@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::github::{RepoInfo, Usage};
 use crate::sync::failure::DATABASE_ERROR;
 use crate::sync::lock::{HeldLock, repo_key};
-use crate::sync::repository::{RepoOutcome, SyncError, sync_repository};
+use crate::sync::repository::{KnownHead, RepoOutcome, SyncError, sync_repository_from};
 use crate::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
 use crate::sync::workspace::Workspace;
 
@@ -128,7 +128,7 @@ pub async fn request_sync_since(
         }
     };
     let mut counts = RunCounts::default();
-    let result = run_passes(ws, repo, lock, &mut counts, Some(&mut run)).await;
+    let result = run_passes(ws, repo, lock, &mut counts, Some(&mut run), None).await;
     counts.record_usage(&ws.client.usage().since(&since));
     match result {
         Ok(passes) => {
@@ -177,15 +177,20 @@ pub fn stopped(e: &SyncError) -> Stopped {
 /// The documents each pass wrote add up; the repository counts once, however many passes it took
 /// (issue 21 point 18: two passes over one repository are "1 synced", not 2), as [`RepoTally`]
 /// says, also when a later pass stops the run.
+///
+/// `known`: the head a batch read before the first pass (a full run's or drain's GraphQL
+/// check); the first pass starts from it instead of a REST head check, later passes read the
+/// head again.
 pub async fn run_passes(
     ws: &Workspace,
     repo: &RepoInfo,
     first_lock: HeldLock,
     counts: &mut RunCounts,
     run: Option<&mut Run>,
+    known: Option<KnownHead>,
 ) -> Result<u32, SyncError> {
     let mut tally = RepoTally::default();
-    let result = passes(ws, repo, first_lock, counts, run, &mut tally).await;
+    let result = passes(ws, repo, first_lock, counts, run, &mut tally, known).await;
     tally.count_into(counts);
     result
 }
@@ -199,12 +204,13 @@ async fn passes(
     counts: &mut RunCounts,
     mut run: Option<&mut Run>,
     tally: &mut RepoTally,
+    mut known: Option<KnownHead>,
 ) -> Result<u32, SyncError> {
     let key = repo_key(repo.github_id);
     let mut lock = first_lock;
     let mut passes = 0;
     loop {
-        let result = one_pass(ws, repo, &mut lock).await;
+        let result = one_pass(ws, repo, &mut lock, known.take()).await;
         lock.release().await;
         passes += 1;
         let outcome = result?;
@@ -232,15 +238,24 @@ async fn passes(
 }
 
 /// One pass under the repository lock: take the instant, sync, clear the marker if not newer.
+/// From a known head, the instant is the one taken before that head was read: a marker set after
+/// it may be for a newer head, so it stays for another pass.
 async fn one_pass(
     ws: &Workspace,
     repo: &RepoInfo,
     lock: &mut HeldLock,
+    known: Option<KnownHead>,
 ) -> Result<RepoOutcome, SyncError> {
-    let pass_start: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
-        .fetch_one(&ws.pool)
-        .await?;
-    let outcome = sync_repository(&ws.pool, &ws.client, &ws.config, repo).await?;
+    let pass_start: DateTime<Utc> = match &known {
+        Some(k) => k.read_from,
+        None => {
+            sqlx::query_scalar("SELECT clock_timestamp()")
+                .fetch_one(&ws.pool)
+                .await?
+        }
+    };
+    let outcome =
+        sync_repository_from(&ws.pool, &ws.client, &ws.config, repo, known.as_ref()).await?;
     if lock.is_held().await {
         sqlx::query(
             "UPDATE repos SET sync_requested_at = NULL

@@ -16,7 +16,7 @@ use crate::sync::head_batch::{self, Scope};
 use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::persist::StoredInfo;
 use crate::sync::removal::{self, RemovalError, selected};
-use crate::sync::repository::SyncError;
+use crate::sync::repository::{KnownHead, SyncError};
 use crate::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
 use crate::sync::workspace::Workspace;
 
@@ -119,12 +119,17 @@ async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Resu
     let concurrency = ws.repo_concurrency();
     let mut stop: Option<SyncError> = None;
     {
-        let mut results = futures::stream::iter(triage.to_sync)
-            .map(|repo| {
+        let to_sync: Vec<_> = triage
+            .to_sync
+            .iter()
+            .map(|repo| (repo.clone(), triage.known_head(repo)))
+            .collect();
+        let mut results = futures::stream::iter(to_sync)
+            .map(|(repo, known)| {
                 let ws = ws.clone();
                 async move {
                     let mut local = RunCounts::default();
-                    let r = sync_listed(&ws, &repo, &mut local).await;
+                    let r = sync_listed(&ws, &repo, &mut local, known).await;
                     (local, r)
                 }
             })
@@ -153,18 +158,21 @@ async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Resu
 }
 
 /// One listed repository whose head check said it changed (or could not tell): no marker unless
-/// the lock is busy (then the holder runs another pass for us).
+/// the lock is busy (then the holder runs another pass for us). `known`: the head the batch read.
 async fn sync_listed(
     ws: &Workspace,
     repo: &RepoInfo,
     counts: &mut RunCounts,
+    known: Option<KnownHead>,
 ) -> Result<(), SyncError> {
     let Some(lock) = HeldLock::try_acquire(&ws.pool, repo_key(repo.github_id)).await? else {
         crate::sync::coalescing::set_marker(ws, repo.github_id).await?;
         return Ok(());
     };
     // The full run's row covers these passes; its lock is checked once the batch is done.
-    run_passes(ws, repo, lock, counts, None).await.map(|_| ())
+    run_passes(ws, repo, lock, counts, None, known)
+        .await
+        .map(|_| ())
 }
 
 /// `drainSyncRequests`: every repository with a waiting marker. Records a run only when there is
@@ -214,12 +222,13 @@ async fn drain_into(
     let triage = head_batch::triage(ws, waiting, Scope::Drain).await?;
     head_batch::clear_markers(ws, &triage.unchanged, checked_from).await?;
     counts.repos_unchanged += triage.unchanged.len() as u32;
-    for repo in triage.to_sync {
+    for repo in &triage.to_sync {
         // A busy repository is left to its holder, which looks at the marker after unlocking.
         let Some(lock) = HeldLock::try_acquire(&ws.pool, repo_key(repo.github_id)).await? else {
             continue;
         };
-        run_passes(ws, &repo, lock, counts, Some(&mut *run)).await?;
+        let known = triage.known_head(repo);
+        run_passes(ws, repo, lock, counts, Some(&mut *run), known).await?;
     }
     Ok(())
 }

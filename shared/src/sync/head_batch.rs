@@ -20,7 +20,7 @@ use crate::github::{BatchHead, HeadQuery, MAX_IDS_PER_QUERY, RepoInfo};
 use crate::sync::fingerprint;
 use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::persist;
-use crate::sync::repository::SyncError;
+use crate::sync::repository::{KnownHead, SyncError};
 use crate::sync::workspace::Workspace;
 
 /// Where the head checks are made: a drain only sees repositories with a marker, so the
@@ -40,6 +40,30 @@ pub struct Triage {
     /// What GraphQL said about each repository it was asked about (the docs folder's tree oid
     /// is here for the plan to compare).
     pub heads: HashMap<i64, BatchHead>,
+    /// The database instant taken before the first head was read.
+    pub checked_from: Option<DateTime<Utc>>,
+}
+
+impl Triage {
+    /// The head GraphQL read for `repo`, when it is a commit on the listing's default branch:
+    /// per-repository work starts from it instead of a REST head check.
+    pub fn known_head(&self, repo: &RepoInfo) -> Option<KnownHead> {
+        let read_from = self.checked_from?;
+        match self.heads.get(&repo.github_id)? {
+            BatchHead::Head {
+                branch,
+                commit_sha,
+                tree_sha,
+                ..
+            } if repo.default_branch.as_deref() == Some(branch.as_str()) => Some(KnownHead {
+                branch: branch.clone(),
+                commit_sha: commit_sha.clone(),
+                tree_sha: tree_sha.clone(),
+                read_from,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// What is stored for a repository, as the head check compares it.
@@ -82,7 +106,14 @@ pub async fn triage(
     scope: Scope,
 ) -> Result<Triage, SyncError> {
     let stored = load(ws, &repos).await?;
-    let mut triage = Triage::default();
+    let mut triage = Triage {
+        checked_from: Some(
+            sqlx::query_scalar("SELECT clock_timestamp()")
+                .fetch_one(&ws.pool)
+                .await?,
+        ),
+        ..Triage::default()
+    };
     let mut ask: Vec<(RepoInfo, HeadQuery)> = Vec::new();
     for repo in repos {
         match question(ws, &repo, stored.get(&repo.github_id), scope) {

@@ -69,12 +69,37 @@ struct Ctx<'a> {
     repo: &'a RepoInfo,
 }
 
+/// A head read before the pass, by a full run's or drain's GraphQL batch (`head_batch`): the
+/// default branch, its commit and root tree, and the database instant taken before it was read.
+/// A pass that starts from it skips the REST head check (issue 23: a moved head costs what the
+/// plan reads, not a second look at the head); markers newer than `read_from` stay, so a push that
+/// landed after the batch read gets a pass of its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnownHead {
+    pub branch: String,
+    pub commit_sha: String,
+    pub tree_sha: String,
+    pub read_from: chrono::DateTime<chrono::Utc>,
+}
+
 /// Sync one repository known from the installation listing (or a webhook, or a repo lookup).
 pub async fn sync_repository(
     pool: &PgPool,
     client: &GithubClient,
     config: &SyncConfig,
     repo: &RepoInfo,
+) -> Result<RepoOutcome, SyncError> {
+    sync_repository_from(pool, client, config, repo, None).await
+}
+
+/// [`sync_repository`], from a head already read (`known`) when it is of the listing's default
+/// branch; otherwise the REST head check reads it.
+pub async fn sync_repository_from(
+    pool: &PgPool,
+    client: &GithubClient,
+    config: &SyncConfig,
+    repo: &RepoInfo,
+    known: Option<&KnownHead>,
 ) -> Result<RepoOutcome, SyncError> {
     let full_name = format!("{}/{}", repo.owner, repo.name);
     let rules = SelectionRules {
@@ -95,9 +120,12 @@ pub async fn sync_repository(
     let Some(branch) = repo.default_branch.as_deref() else {
         return empty_repository(cx, &fp).await;
     };
-    let head = match head_check(cx, branch, &stored, &fp).await? {
-        Ok(head) => head,
-        Err(outcome) => return Ok(outcome),
+    let head = match known.filter(|k| k.branch == branch) {
+        Some(k) => Head::known(k, &stored),
+        None => match head_check(cx, branch, &stored, &fp).await? {
+            Ok(head) => head,
+            Err(outcome) => return Ok(outcome),
+        },
     };
 
     // Unchanged only when both the tree and the selection fingerprint match.
@@ -136,6 +164,19 @@ struct Head {
     commit_sha: String,
     tree_sha: String,
     etag: Option<String>,
+}
+
+impl Head {
+    /// A head read by GraphQL: the stored ETag still names it only when the commit is the stored
+    /// one (else none is kept, and the next REST head check is unconditional).
+    fn known(k: &KnownHead, stored: &persist::Stored) -> Self {
+        let same = stored.head_commit_sha.as_deref() == Some(k.commit_sha.as_str());
+        Self {
+            commit_sha: k.commit_sha.clone(),
+            tree_sha: k.tree_sha.clone(),
+            etag: if same { stored.head_etag.clone() } else { None },
+        }
+    }
 }
 
 /// Step 1, the head check: conditional on the stored ETag (a 304 costs one request and no rate

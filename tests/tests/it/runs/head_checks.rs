@@ -69,10 +69,109 @@ async fn only_a_repository_whose_head_moved_goes_on_to_per_repository_work() {
         (report.counts.repos_synced, report.counts.repos_unchanged),
         (1, 2)
     );
-    assert_eq!(w.gh.count(Endpoint::Branch), 1);
+    // The pass starts from the head the GraphQL batch read (issue 23): no REST head check.
+    assert_eq!(w.gh.count(Endpoint::Branch), 0, "{:?}", w.gh.requests());
     // The plan reads the root one level, then only the docs folder that changed.
     assert_eq!(w.gh.count(Endpoint::Tree), 2);
     assert_eq!(w.doc_paths("acme/b").await, ["docs/a.md", "docs/new.md"]);
+    let stored: Option<String> =
+        sqlx::query_scalar("SELECT head_commit_sha FROM repos WHERE name = 'b'")
+            .fetch_one(&w.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        stored,
+        w.gh.branch_head("acme/b", "main"),
+        "the new head is recorded"
+    );
+}
+
+#[tokio::test]
+async fn a_push_outside_the_docs_in_a_full_run_costs_the_batch_and_one_root_read() {
+    let w = synced_world(&["acme/a", "acme/b"]).await;
+    w.gh.push(
+        "acme/b",
+        &[Change::Put(
+            "src/main.rs".into(),
+            b"fn main() {}\n".to_vec(),
+        )],
+    );
+    let content = |rows: Vec<(String, String, String)>| -> Vec<(String, String, String)> {
+        rows.into_iter()
+            .filter(|(table, _, _)| table != "repos")
+            .collect()
+    };
+    let before = content(w.row_versions().await);
+    w.gh.reset_log();
+    let report = sync_all(&w.ws(), Trigger::Schedule).await.unwrap();
+    assert_eq!(report.status, RunStatus::Success);
+    assert_eq!(w.gh.count(Endpoint::InstallationRepos), 1);
+    assert_eq!(w.gh.count(Endpoint::Graphql), 1);
+    assert_eq!(w.gh.count(Endpoint::Branch), 0, "no REST head check");
+    assert_eq!(w.gh.count(Endpoint::Tree), 1, "the root level only");
+    assert_eq!(w.gh.total_requests(), 3, "{:?}", w.gh.requests());
+    assert_eq!(
+        content(w.row_versions().await),
+        before,
+        "no content row written, only the head"
+    );
+    let stored: Option<String> =
+        sqlx::query_scalar("SELECT head_commit_sha FROM repos WHERE name = 'b'")
+            .fetch_one(&w.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        stored,
+        w.gh.branch_head("acme/b", "main"),
+        "the new head is recorded"
+    );
+}
+
+/// A push that lands after the batch read the heads is not lost: its marker is newer than the
+/// instant the known head was read, so it stays for another pass, which reads the head again.
+#[tokio::test]
+async fn a_marker_set_after_the_batch_read_the_heads_survives_a_pass_from_the_known_head() {
+    use shared::sync::coalescing::run_passes;
+    use shared::sync::head_batch::{Scope, triage};
+    use shared::sync::lock::{HeldLock, repo_key};
+    let w = synced_world(&["acme/a"]).await;
+    w.gh.push(
+        "acme/a",
+        &[Change::Put("docs/b.md".into(), b"# B\n".to_vec())],
+    );
+    let ws = w.ws();
+    let listing = ws.client.list_installation_repos().await.unwrap();
+    let t = triage(&ws, listing, Scope::FullRun).await.unwrap();
+    let repo = t.to_sync[0].clone();
+    let known = t.known_head(&repo).expect("the batch read a head");
+    // Another push and its webhook's marker, after the batch's read.
+    w.gh.push(
+        "acme/a",
+        &[Change::Put("docs/c.md".into(), b"# C\n".to_vec())],
+    );
+    sqlx::query("UPDATE repos SET sync_requested_at = clock_timestamp()")
+        .execute(&w.db.pool)
+        .await
+        .unwrap();
+    w.gh.reset_log();
+    let lock = HeldLock::try_acquire(&ws.pool, repo_key(repo.github_id))
+        .await
+        .unwrap()
+        .unwrap();
+    let mut counts = shared::sync::runs::RunCounts::default();
+    let passes = run_passes(&ws, &repo, lock, &mut counts, None, Some(known))
+        .await
+        .unwrap();
+    assert_eq!(passes, 2, "the marker asked for a second pass");
+    assert_eq!(
+        w.gh.count(Endpoint::Branch),
+        1,
+        "the second pass reads the head itself"
+    );
+    assert_eq!(
+        w.doc_paths("acme/a").await,
+        ["docs/a.md", "docs/b.md", "docs/c.md"]
+    );
 }
 
 #[tokio::test]
@@ -326,7 +425,13 @@ async fn a_drain_reads_waiting_heads_in_batches_and_only_passes_what_moved() {
         (1, 1)
     );
     assert_eq!(w.gh.count(Endpoint::Graphql), 1);
-    assert_eq!(w.gh.count(Endpoint::Branch), 1, "only acme/b");
+    // acme/b's pass starts from the head the batch read: no REST head check at all.
+    assert_eq!(w.gh.count(Endpoint::Branch), 0, "{:?}", w.gh.requests());
+    assert_eq!(
+        w.gh.count(Endpoint::Tree),
+        2,
+        "the root level and the docs folder of acme/b"
+    );
     let waiting: i64 =
         sqlx::query_scalar("SELECT count(*) FROM repos WHERE sync_requested_at IS NOT NULL")
             .fetch_one(&w.db.pool)
