@@ -74,14 +74,9 @@ async fn only_a_repository_whose_head_moved_goes_on_to_per_repository_work() {
     // The plan reads the root one level, then only the docs folder that changed.
     assert_eq!(w.gh.count(Endpoint::Tree), 2);
     assert_eq!(w.doc_paths("acme/b").await, ["docs/a.md", "docs/new.md"]);
-    let stored: Option<String> =
-        sqlx::query_scalar("SELECT head_commit_sha FROM repos WHERE name = 'b'")
-            .fetch_one(&w.db.pool)
-            .await
-            .unwrap();
     assert_eq!(
-        stored,
-        w.gh.branch_head("acme/b", "main"),
+        w.repo_row("acme/b").await.tree_sha,
+        w.gh.head_tree("acme/b"),
         "the new head is recorded"
     );
 }
@@ -115,14 +110,9 @@ async fn a_push_outside_the_docs_in_a_full_run_costs_the_batch_and_one_root_read
         before,
         "no content row written, only the head"
     );
-    let stored: Option<String> =
-        sqlx::query_scalar("SELECT head_commit_sha FROM repos WHERE name = 'b'")
-            .fetch_one(&w.db.pool)
-            .await
-            .unwrap();
     assert_eq!(
-        stored,
-        w.gh.branch_head("acme/b", "main"),
+        w.repo_row("acme/b").await.tree_sha,
+        w.gh.head_tree("acme/b"),
         "the new head is recorded"
     );
 }
