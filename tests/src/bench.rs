@@ -213,3 +213,28 @@ impl PgLog {
         Some(found)
     }
 }
+
+/// The sync API's state over one tenant ("bench") in `db`, its sync API token `token`, no GitHub
+/// App: what the read benches serve.
+pub fn single_tenant_state(db: &crate::db::TestDb, token: &str) -> shared::app::AppState {
+    use shared::config::{ReadConfig, Secret, SyncConfig, TenantConfig, TenantId};
+    let tenant = TenantConfig {
+        id: TenantId::parse("bench").expect("tenant id"),
+        database_url: db.url(),
+        github: None,
+        webhook_secrets: vec![],
+        sync_api_token: Some(Secret::new(token)),
+        sync: SyncConfig::default(),
+        read: ReadConfig::default(),
+    };
+    let id = tenant.id.clone();
+    let tenants = Arc::new(shared::tenants::Tenants::from_parts(
+        vec![(tenant, db.pool.clone(), None)],
+        shared::sync::workspace::RunOptions::default(),
+    ));
+    shared::app::AppState {
+        jobs: shared::worker::inline(tenants.clone()),
+        tenants,
+        default_tenant: id,
+    }
+}

@@ -94,7 +94,7 @@ pub async fn sessions(pool: &PgPool, req: &Request) -> Result<Value, IngestError
         None
     };
     Ok(json!({
-        "org": org_name(pool, reader.org_id).await?,
+        "org": org_row(pool, reader.org_id).await?.0,
         "sessions": rows,
         "nextCursor": next,
     }))
@@ -142,11 +142,7 @@ pub async fn insights(pool: &PgPool, req: &Request) -> Result<Value, IngestError
     let params = Params::parse(req, &["days"])?;
     let days = params.number("days", 1, MAX_DAYS)?.unwrap_or(DEFAULT_DAYS) as i32;
     let org = reader.org_id;
-    let opted_in: bool = sqlx::query_scalar("SELECT frustration_opt_in FROM orgs WHERE id = $1")
-        .bind(org)
-        .fetch_one(pool)
-        .await
-        .map_err(db_failure("read org"))?;
+    let (name, opted_in) = org_row(pool, org).await?;
     let per_day: Vec<DayRow> = sqlx::query_as(concat!(
         "SELECT (coalesce(s.started_at, s.updated_at) AT TIME ZONE 'UTC')::date AS day,
                 count(*) AS sessions, count(DISTINCT t.user_id) AS active_users,
@@ -193,7 +189,7 @@ pub async fn insights(pool: &PgPool, req: &Request) -> Result<Value, IngestError
     .await
     .map_err(db_failure("insights by repository"))?;
     Ok(json!({
-        "org": org_name(pool, org).await?,
+        "org": name,
         "days": days,
         "frustrationOptIn": opted_in,
         "perDay": per_day,
@@ -202,12 +198,13 @@ pub async fn insights(pool: &PgPool, req: &Request) -> Result<Value, IngestError
     }))
 }
 
-async fn org_name(pool: &PgPool, org: i64) -> Result<String, IngestError> {
-    sqlx::query_scalar("SELECT name FROM orgs WHERE id = $1")
+/// The reader's org: its name and whether it opted in to the frustration signal.
+async fn org_row(pool: &PgPool, org: i64) -> Result<(String, bool), IngestError> {
+    sqlx::query_as("SELECT name, frustration_opt_in FROM orgs WHERE id = $1")
         .bind(org)
         .fetch_one(pool)
         .await
-        .map_err(db_failure("read org name"))
+        .map_err(db_failure("read org"))
 }
 
 /// A page's cursor: the last row's update time (microseconds) and id, opaque to the reader.

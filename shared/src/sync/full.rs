@@ -211,16 +211,13 @@ async fn drain_into(
     run: &mut Run,
     counts: &mut RunCounts,
 ) -> Result<(), SyncError> {
-    let checked_from: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
-        .fetch_one(&ws.pool)
-        .await?;
     let waiting: Vec<RepoInfo> = waiting(ws)
         .await?
         .into_iter()
         .filter(|r| selected(&ws.config, r))
         .collect();
     let triage = head_batch::triage(ws, waiting, Scope::Drain).await?;
-    head_batch::clear_markers(ws, &triage.unchanged, checked_from).await?;
+    head_batch::clear_markers(ws, &triage.unchanged, triage.checked_from).await?;
     counts.repos_unchanged += triage.unchanged.len() as u32;
     for repo in &triage.to_sync {
         // A busy repository is left to its holder, which looks at the marker after unlocking.

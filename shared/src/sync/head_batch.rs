@@ -32,7 +32,7 @@ pub enum Scope {
 }
 
 /// Listed repositories sorted into those that need per-repository work and those that do not.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Triage {
     pub to_sync: Vec<RepoInfo>,
     /// GitHub ids of repositories whose head, tree and fingerprint match what is stored.
@@ -40,15 +40,16 @@ pub struct Triage {
     /// What GraphQL said about each repository it was asked about (the docs folder's tree oid
     /// is here for the plan to compare).
     pub heads: HashMap<i64, BatchHead>,
-    /// The database instant taken before the first head was read.
-    pub checked_from: Option<DateTime<Utc>>,
+    /// The database instant taken before the first head was read: a marker not newer than it
+    /// is covered by what the batch read.
+    pub checked_from: DateTime<Utc>,
 }
 
 impl Triage {
     /// The head GraphQL read for `repo`, when it is a commit on the listing's default branch:
     /// per-repository work starts from it instead of a REST head check.
     pub fn known_head(&self, repo: &RepoInfo) -> Option<KnownHead> {
-        let read_from = self.checked_from?;
+        let read_from = self.checked_from;
         match self.heads.get(&repo.github_id)? {
             BatchHead::Head {
                 branch,
@@ -107,12 +108,12 @@ pub async fn triage(
 ) -> Result<Triage, SyncError> {
     let stored = load(ws, &repos).await?;
     let mut triage = Triage {
-        checked_from: Some(
-            sqlx::query_scalar("SELECT clock_timestamp()")
-                .fetch_one(&ws.pool)
-                .await?,
-        ),
-        ..Triage::default()
+        to_sync: Vec::new(),
+        unchanged: Vec::new(),
+        heads: HashMap::new(),
+        checked_from: sqlx::query_scalar("SELECT clock_timestamp()")
+            .fetch_one(&ws.pool)
+            .await?,
     };
     let mut ask: Vec<(RepoInfo, HeadQuery)> = Vec::new();
     for repo in repos {

@@ -18,9 +18,6 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use shared::app::AppState;
-use shared::config::{ReadConfig, Secret, SyncConfig, TenantConfig, TenantId};
-use shared::sync::workspace::RunOptions;
-use shared::tenants::Tenants;
 use sqlx::PgPool;
 use syncplane_cli::serve::{Functions, router};
 use syncplane_tests::bench::{Row, ms, pct, print_table};
@@ -149,25 +146,7 @@ async fn seed(pool: &PgPool, words: &[String], rng: &mut StdRng) {
 }
 
 fn state(db: &TestDb) -> AppState {
-    let tenant = TenantConfig {
-        id: TenantId::parse("bench").expect("tenant id"),
-        database_url: db.url(),
-        github: None,
-        webhook_secrets: vec![],
-        sync_api_token: Some(Secret::new(TOKEN)),
-        sync: SyncConfig::default(),
-        read: ReadConfig::default(),
-    };
-    let id = tenant.id.clone();
-    let tenants = Arc::new(Tenants::from_parts(
-        vec![(tenant, db.pool.clone(), None)],
-        RunOptions::default(),
-    ));
-    AppState {
-        jobs: shared::worker::inline(tenants.clone()),
-        tenants,
-        default_tenant: id,
-    }
+    syncplane_tests::bench::single_tenant_state(db, TOKEN)
 }
 
 /// Type `query` into the empty search box; milliseconds from the last keystroke to the results

@@ -9,7 +9,6 @@
 //!
 //! `cargo run --profile perf -p syncplane-tests --bin bench-read -- [queries]`
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::StdRng;
@@ -17,9 +16,6 @@ use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 use shared::api::read::search::Tier;
 use shared::app::AppState;
-use shared::config::{ReadConfig, Secret, SyncConfig, TenantConfig, TenantId};
-use shared::sync::workspace::RunOptions;
-use shared::tenants::Tenants;
 use sqlx::PgPool;
 use syncplane_tests::apigw::{reply, request};
 use syncplane_tests::db::TestDb;
@@ -260,25 +256,7 @@ async fn fetchable(pool: &PgPool) -> Vec<(String, String)> {
 }
 
 fn state(db: &TestDb) -> AppState {
-    let tenant = TenantConfig {
-        id: TenantId::parse("bench").expect("tenant id"),
-        database_url: db.url(),
-        github: None,
-        webhook_secrets: vec![],
-        sync_api_token: Some(Secret::new(TOKEN)),
-        sync: SyncConfig::default(),
-        read: ReadConfig::default(),
-    };
-    let id = tenant.id.clone();
-    let tenants = Arc::new(Tenants::from_parts(
-        vec![(tenant, db.pool.clone(), None)],
-        RunOptions::default(),
-    ));
-    AppState {
-        jobs: shared::worker::inline(tenants.clone()),
-        tenants,
-        default_tenant: id,
-    }
+    syncplane_tests::bench::single_tenant_state(db, TOKEN)
 }
 
 async fn timed_get(st: &AppState, path: &str) -> (Duration, Value) {

@@ -167,10 +167,18 @@ async fn shape(
         Format::Markdown => Some(("markdown", json!(doc.source))),
         Format::Html => {
             let base = blob_base(repo).map(|blob_base| LinkBase { blob_base });
+            // The outline stored with the source gives the headings their anchors.
+            let anchors: Vec<String> = doc
+                .headings
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|h| h["anchor"].as_str().map(str::to_owned))
+                .collect();
             let html = doc
                 .source
                 .as_deref()
-                .map(|source| render_html(&doc.path, source, base.as_ref()));
+                .map(|source| render_html(&doc.path, source, &anchors, base.as_ref()));
             Some(("html", json!(html)))
         }
     };

@@ -28,6 +28,7 @@ use super::owners::{owners_json, rules_of};
 use super::params::{Params, like_prefix, repo_name, repo_path};
 use super::repos::{self, next_cursor};
 use crate::config::SearchLanguage;
+use crate::sync::parse::push_escaped_char;
 
 pub const DEFAULT_LIMIT: i64 = 20;
 pub const MAX_LIMIT: i64 = 50;
@@ -549,12 +550,7 @@ pub fn snippet_html(headline: &str) -> String {
                 open = false;
             }
             START | STOP => {}
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
+            c => push_escaped_char(&mut out, c),
         }
     }
     if open {

@@ -62,6 +62,12 @@ pub fn split(text: &str) -> Split<'_> {
     }
 }
 
+/// The markdown after a leading frontmatter block (the whole text when there is none), without
+/// reading the block: what [`split`] gives as `markdown`.
+pub fn body(text: &str) -> &str {
+    block(text).map_or(text, |(_, _, rest)| rest)
+}
+
 /// Finds `fence\n ... \nfence` at the very start: (fence, inner text, rest). An unclosed block is
 /// not frontmatter (a leading `---` is then a thematic break).
 fn block(text: &str) -> Option<(&'static str, &str, &str)> {

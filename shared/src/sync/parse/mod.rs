@@ -24,7 +24,7 @@ pub use frontmatter::{MAX_FRONTMATTER_JSON_BYTES, MAX_FRONTMATTER_VALUES};
 pub use markdown::{MAX_HEADINGS, MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
 pub use model::{Heading, ParseRefusal, ParsedDocument};
 pub use owners::{deciding_rule, owners_of};
-pub use render::{ID_PREFIX, LinkBase, render_html};
+pub use render::{ID_PREFIX, LinkBase, push_escaped_char, render_html};
 pub use text::{BODY_TEXT_CAP_BYTES, MAX_INPUT_BYTES};
 
 /// Parses a markdown (`.md`, README) or MDX (`.mdx`) document. `path` picks the dialect and the
@@ -34,14 +34,8 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<ParsedDocument, ParseR
     let split = frontmatter::split(text);
     let mut warnings = split.warnings;
 
-    let rewritten;
-    let markdown = if is_mdx(path) {
-        rewritten = mdx::to_markdown(split.markdown);
-        rewritten.as_str()
-    } else {
-        split.markdown
-    };
-    let read = markdown::read(markdown, BODY_TEXT_CAP_BYTES);
+    let markdown = markdown_of(path, split.markdown);
+    let read = markdown::read(&markdown, BODY_TEXT_CAP_BYTES);
     warnings.extend(read.unread);
     if read.headings_dropped > 0 {
         warnings.push(format!(
@@ -74,6 +68,16 @@ pub fn parse_document(path: &str, bytes: &[u8]) -> Result<ParsedDocument, ParseR
         warnings,
         source: text.to_owned(),
     })
+}
+
+/// The markdown a document's body (after its frontmatter) is read as: MDX rewritten to plain
+/// markdown, anything else as it is.
+fn markdown_of<'a>(path: &str, body: &'a str) -> std::borrow::Cow<'a, str> {
+    if is_mdx(path) {
+        std::borrow::Cow::Owned(mdx::to_markdown(body))
+    } else {
+        std::borrow::Cow::Borrowed(body)
+    }
 }
 
 fn is_mdx(path: &str) -> bool {

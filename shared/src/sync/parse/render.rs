@@ -26,7 +26,7 @@ use comrak::nodes::{AstNode, NodeValue};
 use comrak::{Arena, Options};
 
 use super::markdown::{self, MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
-use super::{frontmatter, is_mdx, mdx};
+use super::{frontmatter, markdown_of};
 
 /// Where a document's relative links point: the repository's files at the synced commit,
 /// `https://github.com/{owner}/{name}/blob/{sha}/` (ending in `/`).
@@ -38,19 +38,19 @@ pub struct LinkBase {
 /// The prefix GitHub gives every id from a document's HTML; the console scrolls `#x` to it.
 pub const ID_PREFIX: &str = "user-content-";
 
-/// `source` (the stored file text of `path`) as sanitized HTML.
-pub fn render_html(path: &str, source: &str, base: Option<&LinkBase>) -> String {
-    let split = frontmatter::split(source);
-    let rewritten;
-    let markdown = if is_mdx(path) {
-        rewritten = mdx::to_markdown(split.markdown);
-        rewritten.as_str()
-    } else {
-        split.markdown
-    };
-    let raw = to_html(markdown).unwrap_or_else(|| {
+/// `source` (the stored file text of `path`) as sanitized HTML. `anchors`: the stored outline's
+/// anchors, in document order (what the sync read from this same source), given to the headings
+/// in turn, so the page's ids are the outline's without parsing the document a second time.
+pub fn render_html(
+    path: &str,
+    source: &str,
+    anchors: &[String],
+    base: Option<&LinkBase>,
+) -> String {
+    let markdown = markdown_of(path, frontmatter::body(source));
+    let raw = to_html(&markdown, anchors).unwrap_or_else(|| {
         let mut pre = String::from("<pre>");
-        pre.push_str(&escape(markdown));
+        push_escaped(&mut pre, &markdown);
         pre.push_str("</pre>");
         pre
     });
@@ -58,12 +58,7 @@ pub fn render_html(path: &str, source: &str, base: Option<&LinkBase>) -> String 
 }
 
 /// comrak's HTML (raw HTML passed through, to the sanitizer), `None` past the parser's limits.
-fn to_html(markdown: &str) -> Option<String> {
-    let anchors: Vec<String> = markdown::read(markdown, 0)
-        .headings
-        .into_iter()
-        .map(|h| h.anchor)
-        .collect();
+fn to_html(markdown: &str, anchors: &[String]) -> Option<String> {
     let arena = Arena::new();
     let questions = Cell::new(0usize);
     let over_limits = || {
@@ -83,7 +78,9 @@ fn to_html(markdown: &str) -> Option<String> {
         let is_heading = matches!(node.data().value, NodeValue::Heading(_));
         if is_heading {
             if let Some(anchor) = anchors.get(headings) {
-                let tag = format!("<a id=\"{}\"></a>", escape(anchor));
+                let mut tag = String::from("<a id=\"");
+                push_escaped(&mut tag, anchor);
+                tag.push_str("\"></a>");
                 node.prepend(arena.alloc(AstNode::from(NodeValue::HtmlInline(tag))));
             }
             headings += 1;
@@ -114,19 +111,23 @@ fn image_to_link<'a>(arena: &'a Arena<'a>, node: &'a AstNode<'a>) {
     }
 }
 
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+/// `text` appended to `out` as HTML text or attribute value (`&`, `<`, `>`, quotes escaped).
+pub fn push_escaped(out: &mut String, text: &str) {
     for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
+        push_escaped_char(out, c);
     }
-    out
+}
+
+/// One character of [`push_escaped`].
+pub fn push_escaped_char(out: &mut String, c: char) {
+    match c {
+        '&' => out.push_str("&amp;"),
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        '"' => out.push_str("&quot;"),
+        '\'' => out.push_str("&#39;"),
+        c => out.push(c),
+    }
 }
 
 /// The allow-list for document HTML: ammonia's defaults minus embedded media, plus ids (with
@@ -221,8 +222,18 @@ mod tests {
         }
     }
 
+    /// The outline's anchors, as the sync stores them beside the source.
+    fn anchors(path: &str, source: &str) -> Vec<String> {
+        crate::sync::parse::parse_document(path, source.as_bytes())
+            .unwrap()
+            .headings
+            .into_iter()
+            .map(|h| h.anchor)
+            .collect()
+    }
+
     fn render(path: &str, source: &str) -> String {
-        render_html(path, source, Some(&base()))
+        render_html(path, source, &anchors(path, source), Some(&base()))
     }
 
     #[test]
@@ -313,7 +324,7 @@ mod tests {
 
     #[test]
     fn without_a_synced_commit_relative_links_are_dropped() {
-        let html = render_html("docs/a.md", "[b](b.md) [f](#x)\n", None);
+        let html = render_html("docs/a.md", "[b](b.md) [f](#x)\n", &[], None);
         assert!(!html.contains("b.md"), "{html}");
         assert!(html.contains(r##"href="#x""##), "{html}");
     }
