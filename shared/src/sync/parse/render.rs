@@ -222,10 +222,9 @@ mod tests {
         }
     }
 
-    /// The outline's anchors, as the sync stores them beside the source.
+    /// The outline's anchors, as the sync reads them from the source.
     fn anchors(path: &str, source: &str) -> Vec<String> {
-        crate::sync::parse::parse_document(path, source.as_bytes())
-            .unwrap()
+        markdown::read(&markdown_of(path, frontmatter::body(source)), 0)
             .headings
             .into_iter()
             .map(|h| h.anchor)
