@@ -238,3 +238,77 @@ pub fn single_tenant_state(db: &crate::db::TestDb, token: &str) -> shared::app::
         default_tenant: id,
     }
 }
+
+/// A queue of the bench's own on the SQS emulator.
+pub async fn bench_queue(label: &str) -> shared::jobs::sqs::SqsAdapter {
+    let endpoint = std::env::var("AWS_ENDPOINT_URL_SQS")
+        .unwrap_or_else(|_| "http://127.0.0.1:4566".to_owned());
+    let client = shared::jobs::sqs::emulator_client(&endpoint);
+    let name = format!("syncplane-bench-{label}-{}", std::process::id());
+    let created = client
+        .create_queue()
+        .queue_name(&name)
+        .send()
+        .await
+        .expect("the SQS emulator answers (scripts/services.sh starts it)");
+    shared::jobs::sqs::SqsAdapter::new(client, created.queue_url().unwrap_or_default())
+}
+
+/// `sync.repo` messages and other messages waiting in the queue (received and deleted).
+pub async fn repo_messages(queue: &shared::jobs::sqs::SqsAdapter) -> (usize, usize) {
+    let (mut repo, mut other) = (0, 0);
+    loop {
+        let got = queue
+            .client()
+            .receive_message()
+            .queue_url(queue.queue_url())
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .expect("receive");
+        let messages = got.messages();
+        if messages.is_empty() {
+            return (repo, other);
+        }
+        for m in messages {
+            if m.body().unwrap_or_default().contains("\"sync.repo\"") {
+                repo += 1;
+            } else {
+                other += 1;
+            }
+            if let Some(handle) = m.receipt_handle() {
+                let _ = queue
+                    .client()
+                    .delete_message()
+                    .queue_url(queue.queue_url())
+                    .receipt_handle(handle)
+                    .send()
+                    .await;
+            }
+        }
+    }
+}
+
+/// GitHub requests that are about one repository (head checks, trees, blobs, lookups).
+pub fn per_repository_requests(gh: &crate::fake_github::FakeGithub) -> usize {
+    [
+        crate::fake_github::Endpoint::Branch,
+        crate::fake_github::Endpoint::Commits,
+        crate::fake_github::Endpoint::Tree,
+        crate::fake_github::Endpoint::Blob,
+        crate::fake_github::Endpoint::Repo,
+    ]
+    .iter()
+    .map(|e| gh.count(*e))
+    .sum()
+}
+
+/// Delete the bench's queue (best effort).
+pub async fn drop_queue(queue: &shared::jobs::sqs::SqsAdapter) {
+    let _ = queue
+        .client()
+        .delete_queue()
+        .queue_url(queue.queue_url())
+        .send()
+        .await;
+}

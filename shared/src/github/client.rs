@@ -206,6 +206,30 @@ impl GithubClient {
         .await
     }
 
+    /// How many repositories the installation can access, from the REST listing's
+    /// `total_count` (one page of one): what `viewer.repositories` is checked against.
+    pub async fn installation_repo_count(&self) -> Result<u64, GithubError> {
+        self.abortable(async {
+            let mut url = self.endpoint(&["installation", "repositories"])?;
+            url.query_pairs_mut().append_pair("per_page", "1");
+            let reply = self.installation_call(&Call::get(url)).await?;
+            expect_status(&reply, StatusCode::OK)?;
+            let page: RawInstallationRepos = decode(&reply.body)?;
+            page.total_count.ok_or(GithubError::Decode)
+        })
+        .await
+    }
+
+    /// The installation this client acts for.
+    pub fn installation_id(&self) -> u64 {
+        self.inner.installation_id
+    }
+
+    /// Pages a listing may take before it is taken to be endless.
+    pub(crate) fn max_pages(&self) -> u32 {
+        self.inner.options.max_pages
+    }
+
     pub async fn repo(&self, owner: &str, name: &str) -> Result<RepoInfo, GithubError> {
         self.abortable(async {
             let url = self.endpoint(&["repos", owner, name])?;

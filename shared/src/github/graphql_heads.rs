@@ -52,13 +52,21 @@ pub enum BatchHead {
     Unusable,
 }
 
-const HEAD_FIELDS: &str = "nodes(ids: $ids) {
+/// A repository's head as both the batch and the listing ask for it.
+pub(crate) const DEFAULT_BRANCH_FIELDS: &str =
+    "defaultBranchRef { name target { __typename oid ... on Commit { tree { oid } } } }";
+
+fn head_fields() -> String {
+    format!(
+        "nodes(ids: $ids) {{
     __typename
-    ... on Repository {
+    ... on Repository {{
       databaseId
-      defaultBranchRef { name target { __typename oid ... on Commit { tree { oid } } } }
-    }
-  }";
+      {DEFAULT_BRANCH_FIELDS}
+    }}
+  }}"
+    )
+}
 
 /// The query text and its variables. Branch names and paths travel as variables, never in
 /// the query text.
@@ -82,8 +90,9 @@ fn build_query(repos: &[HeadQuery]) -> (String, Value) {
         variables.insert(format!("e{i}"), json!(format!("{branch}:{path}")));
     }
     let query = format!(
-        "query HeadCheck({}) {{\n  rateLimit {{ cost remaining resetAt }}\n  {HEAD_FIELDS}{docs_fields}\n}}",
-        declarations.join(", ")
+        "query HeadCheck({}) {{\n  rateLimit {{ cost remaining resetAt }}\n  {}{docs_fields}\n}}",
+        declarations.join(", "),
+        head_fields()
     );
     (query, Value::Object(variables))
 }
@@ -193,6 +202,32 @@ fn read_node(repo: &HeadQuery, node: &Value, docs: Option<&Value>) -> BatchHead 
         );
         return BatchHead::Unusable;
     }
+    match read_default_branch(repo.github_id, node) {
+        BatchHead::Head {
+            branch,
+            commit_sha,
+            tree_sha,
+            ..
+        } => {
+            let docs_tree_sha = match docs_tree(docs) {
+                Ok(sha) => sha,
+                Err(()) => return BatchHead::Unusable,
+            };
+            BatchHead::Head {
+                branch,
+                commit_sha,
+                tree_sha,
+                docs_tree_sha,
+            }
+        }
+        other => other,
+    }
+}
+
+/// A repository node's `defaultBranchRef { name target { __typename oid ... on Commit { tree {
+/// oid } } } }`: its head, `NoBranch` when it is null, `Unusable` when it is missing or not a
+/// commit with 40-hex oids.
+pub(crate) fn read_default_branch(github_id: i64, node: &Value) -> BatchHead {
     let branch_ref = node.get("defaultBranchRef");
     let Some(branch_ref) = branch_ref.filter(|b| !b.is_null()) else {
         return if branch_ref.is_some() {
@@ -213,20 +248,16 @@ fn read_node(repo: &HeadQuery, node: &Value, docs: Option<&Value>) -> BatchHead 
         .and_then(oid);
     let (Some(branch), Some(commit_sha), Some(tree_sha)) = (branch, commit, tree) else {
         warn!(
-            github_id = repo.github_id,
+            github_id,
             "GraphQL head check: the head is not a commit with 40-hex oids"
         );
         return BatchHead::Unusable;
-    };
-    let docs_tree_sha = match docs_tree(docs) {
-        Ok(sha) => sha,
-        Err(()) => return BatchHead::Unusable,
     };
     BatchHead::Head {
         branch: branch.to_owned(),
         commit_sha,
         tree_sha,
-        docs_tree_sha,
+        docs_tree_sha: None,
     }
 }
 
@@ -243,7 +274,7 @@ fn docs_tree(docs: Option<&Value>) -> Result<Option<String>, ()> {
 }
 
 /// A git object id as GitHub writes it: 40 hex digits (compared lowercase).
-fn oid(value: &Value) -> Option<String> {
+pub(crate) fn oid(value: &Value) -> Option<String> {
     let text = value.as_str()?;
     (text.len() == 40 && text.bytes().all(|b| b.is_ascii_hexdigit()))
         .then(|| text.to_ascii_lowercase())

@@ -12,12 +12,15 @@
 //! Files import one way, bottom up: `message`, `rate_limit` and `error` (reading GitHub's
 //! answers); `urls`, `usage`, `model`, `jwt`, `pagination` and the `token*` files; `transport`
 //! (one HTTP round trip, the request and answer types); `client` (credentials, rate-limit waits,
-//! the REST endpoints); then `graphql` and `graphql_heads` on top of the client.
+//! the REST endpoints); then `graphql`, and on it `graphql_heads`, `graphql_listing` (the listing with heads) and
+//! `graphql_probe` (one commit's root names and planned paths).
 
 mod client;
 mod error;
 mod graphql;
 mod graphql_heads;
+mod graphql_listing;
+mod graphql_probe;
 mod jwt;
 mod message;
 mod model;
@@ -33,6 +36,8 @@ mod usage;
 pub use client::{ClientOptions, GithubClient};
 pub use error::GithubError;
 pub use graphql_heads::{BatchHead, HeadQuery, MAX_IDS_PER_QUERY};
+pub use graphql_listing::{LISTING_PAGE_SIZE, ListedRepo, ViewerListing};
+pub use graphql_probe::{MAX_PROBED_PATHS, Probe, ProbeAt, ProbedFile};
 pub use model::{EntryKind, HeadCheck, Installation, RepoInfo, Tree, TreeEntry, git_blob_sha};
 pub use rate_limit::RateLimit;
 pub use token::DEFAULT_REFRESH_MARGIN;

@@ -129,6 +129,8 @@ pub(crate) struct RawAccessToken {
 #[derive(Deserialize)]
 pub(crate) struct RawInstallationRepos {
     pub repositories: Vec<RawRepo>,
+    #[serde(default)]
+    pub total_count: Option<u64>,
 }
 
 #[derive(Deserialize)]

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::github::{RepoInfo, Usage};
 use crate::sync::failure::DATABASE_ERROR;
 use crate::sync::lock::{HeldLock, repo_key};
-use crate::sync::repository::{KnownHead, RepoOutcome, SyncError, sync_repository_from};
+use crate::sync::repository::{HeadRead, RepoOutcome, SyncError, sync_repository_from};
 use crate::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
 use crate::sync::workspace::Workspace;
 
@@ -128,7 +128,11 @@ pub async fn request_sync_since(
         }
     };
     let mut counts = RunCounts::default();
-    let result = run_passes(ws, repo, lock, &mut counts, Some(&mut run), None).await;
+    let read = match trigger {
+        Trigger::Webhook => HeadRead::Probe,
+        _ => HeadRead::Rest,
+    };
+    let result = run_passes(ws, repo, lock, &mut counts, Some(&mut run), read).await;
     counts.record_usage(&ws.client.usage().since(&since));
     match result {
         Ok(passes) => {
@@ -178,19 +182,20 @@ pub fn stopped(e: &SyncError) -> Stopped {
 /// (issue 21 point 18: two passes over one repository are "1 synced", not 2), as [`RepoTally`]
 /// says, also when a later pass stops the run.
 ///
-/// `known`: the head a batch read before the first pass (a full run's or drain's GraphQL
-/// check); the first pass starts from it instead of a REST head check, later passes read the
-/// head again.
+/// `read`: how the first pass reads the head. A head a batch read before the first pass (a full
+/// run's or drain's GraphQL check) spares the REST head check; a webhook's request probes it
+/// with GraphQL (issue 23). Later passes, for requests that came during the first, read it
+/// again: by a probe after a probe, else over REST.
 pub async fn run_passes(
     ws: &Workspace,
     repo: &RepoInfo,
     first_lock: HeldLock,
     counts: &mut RunCounts,
     run: Option<&mut Run>,
-    known: Option<KnownHead>,
+    read: HeadRead,
 ) -> Result<u32, SyncError> {
     let mut tally = RepoTally::default();
-    let result = passes(ws, repo, first_lock, counts, run, &mut tally, known).await;
+    let result = passes(ws, repo, first_lock, counts, run, &mut tally, read).await;
     tally.count_into(counts);
     result
 }
@@ -204,13 +209,19 @@ async fn passes(
     counts: &mut RunCounts,
     mut run: Option<&mut Run>,
     tally: &mut RepoTally,
-    mut known: Option<KnownHead>,
+    first: HeadRead,
 ) -> Result<u32, SyncError> {
     let key = repo_key(repo.github_id);
+    let later = match first {
+        HeadRead::Probe => HeadRead::Probe,
+        _ => HeadRead::Rest,
+    };
+    let mut read = Some(first);
     let mut lock = first_lock;
     let mut passes = 0;
     loop {
-        let result = one_pass(ws, repo, &mut lock, known.take()).await;
+        let this = read.take().unwrap_or_else(|| later.clone());
+        let result = one_pass(ws, repo, &mut lock, this).await;
         lock.release().await;
         passes += 1;
         let outcome = result?;
@@ -244,18 +255,17 @@ async fn one_pass(
     ws: &Workspace,
     repo: &RepoInfo,
     lock: &mut HeldLock,
-    known: Option<KnownHead>,
+    read: HeadRead,
 ) -> Result<RepoOutcome, SyncError> {
-    let pass_start: DateTime<Utc> = match &known {
-        Some(k) => k.read_from,
-        None => {
+    let pass_start: DateTime<Utc> = match &read {
+        HeadRead::Known(k) => k.read_from,
+        _ => {
             sqlx::query_scalar("SELECT clock_timestamp()")
                 .fetch_one(&ws.pool)
                 .await?
         }
     };
-    let outcome =
-        sync_repository_from(&ws.pool, &ws.client, &ws.config, repo, known.as_ref()).await?;
+    let outcome = sync_repository_from(&ws.pool, &ws.client, &ws.config, repo, &read).await?;
     if lock.is_held().await {
         sqlx::query(
             "UPDATE repos SET sync_requested_at = NULL

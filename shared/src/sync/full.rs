@@ -1,22 +1,25 @@
 //! Full runs and the drain (spec entry points `syncAll` and `drainSyncRequests`).
 //!
-//! `sync_all` lists the installation's repositories, narrows them by configuration, reads their
-//! heads in GraphQL batches (`head_batch`), syncs each one that changed, removes stored
+//! `sync_all` lists the installation's repositories with their heads (`estate`), narrows them by
+//! configuration, sorts them by head (`head_batch`), syncs each one that changed, removes stored
 //! repositories that are no longer selected, then drains waiting markers.
 //! Run-stopping errors stop the whole run (the remaining repositories are not attempted; the run
 //! is failed); other failures make the run partial.
+
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::Serialize;
 
-use crate::github::{GithubError, RepoInfo};
+use crate::github::RepoInfo;
 use crate::sync::coalescing::{run_passes, stopped};
+use crate::sync::estate;
 use crate::sync::head_batch::{self, Scope};
 use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::persist::StoredInfo;
 use crate::sync::removal::{self, RemovalError, selected};
-use crate::sync::repository::{KnownHead, SyncError};
+use crate::sync::repository::{HeadRead, SyncError};
 use crate::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
 use crate::sync::workspace::Workspace;
 
@@ -75,23 +78,6 @@ async fn finish(
     Ok(RunReport::new(run_id, status, counts, stop))
 }
 
-/// The installation's listing and the database instant taken just before it. A deleted or
-/// suspended installation marks every repository error (content kept); any failed listing stops
-/// the run, removes nothing and leaves every marker.
-pub async fn take_listing(ws: &Workspace) -> Result<(Vec<RepoInfo>, DateTime<Utc>), SyncError> {
-    let listed_at: DateTime<Utc> = sqlx::query_scalar("SELECT clock_timestamp()")
-        .fetch_one(&ws.pool)
-        .await?;
-    match ws.client.list_installation_repos().await {
-        Ok(listing) => Ok((listing, listed_at)),
-        Err(e @ GithubError::InstallationUnavailable { .. }) => {
-            removal::mark_installation_unavailable(&ws.pool).await?;
-            Err(SyncError::RunStopped(e))
-        }
-        Err(e) => Err(SyncError::RunStopped(e)),
-    }
-}
-
 /// The removal rule after a complete listing (see `removal`).
 pub async fn remove_unselected(
     ws: &Workspace,
@@ -106,14 +92,15 @@ pub async fn remove_unselected(
 }
 
 async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Result<(), SyncError> {
-    let (listing, listed_at) = take_listing(ws).await?;
-    let wanted: Vec<RepoInfo> = listing
+    let estate = estate::take(ws).await?;
+    let wanted: Vec<RepoInfo> = estate
+        .repos
         .iter()
         .filter(|r| selected(&ws.config, r))
         .cloned()
         .collect();
 
-    let triage = head_batch::triage(ws, wanted.clone(), Scope::FullRun).await?;
+    let triage = head_batch::triage(ws, wanted.clone(), Scope::FullRun, &estate.heads).await?;
     counts.repos_unchanged += triage.unchanged.len() as u32;
 
     let concurrency = ws.repo_concurrency();
@@ -122,14 +109,14 @@ async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Resu
         let to_sync: Vec<_> = triage
             .to_sync
             .iter()
-            .map(|repo| (repo.clone(), triage.known_head(repo)))
+            .map(|repo| (repo.clone(), triage.head_read(repo)))
             .collect();
         let mut results = futures::stream::iter(to_sync)
-            .map(|(repo, known)| {
+            .map(|(repo, read)| {
                 let ws = ws.clone();
                 async move {
                     let mut local = RunCounts::default();
-                    let r = sync_listed(&ws, &repo, &mut local, known).await;
+                    let r = sync_listed(&ws, &repo, &mut local, read).await;
                     (local, r)
                 }
             })
@@ -153,24 +140,25 @@ async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Resu
     }
 
     head_batch::remember_node_ids(ws, &wanted).await?;
-    counts.repos_removed += remove_unselected(ws, &listing, listed_at).await?;
+    counts.repos_removed += remove_unselected(ws, &estate.repos, estate.listed_at).await?;
     drain_into(ws, run, counts).await
 }
 
 /// One listed repository whose head check said it changed (or could not tell): no marker unless
-/// the lock is busy (then the holder runs another pass for us). `known`: the head the batch read.
+/// the lock is busy (then the holder runs another pass for us). `read`: from the head the batch
+/// read, when it read one.
 async fn sync_listed(
     ws: &Workspace,
     repo: &RepoInfo,
     counts: &mut RunCounts,
-    known: Option<KnownHead>,
+    read: HeadRead,
 ) -> Result<(), SyncError> {
     let Some(lock) = HeldLock::try_acquire(&ws.pool, repo_key(repo.github_id)).await? else {
         crate::sync::coalescing::set_marker(ws, repo.github_id).await?;
         return Ok(());
     };
     // The full run's row covers these passes; its lock is checked once the batch is done.
-    run_passes(ws, repo, lock, counts, None, known)
+    run_passes(ws, repo, lock, counts, None, read)
         .await
         .map(|_| ())
 }
@@ -216,7 +204,7 @@ async fn drain_into(
         .into_iter()
         .filter(|r| selected(&ws.config, r))
         .collect();
-    let triage = head_batch::triage(ws, waiting, Scope::Drain).await?;
+    let triage = head_batch::triage(ws, waiting, Scope::Drain, &HashMap::new()).await?;
     head_batch::clear_markers(ws, &triage.unchanged, triage.checked_from).await?;
     counts.repos_unchanged += triage.unchanged.len() as u32;
     for repo in &triage.to_sync {
@@ -224,8 +212,8 @@ async fn drain_into(
         let Some(lock) = HeldLock::try_acquire(&ws.pool, repo_key(repo.github_id)).await? else {
             continue;
         };
-        let known = triage.known_head(repo);
-        run_passes(ws, repo, lock, counts, Some(&mut *run), known).await?;
+        let read = triage.head_read(repo);
+        run_passes(ws, repo, lock, counts, Some(&mut *run), read).await?;
     }
     Ok(())
 }

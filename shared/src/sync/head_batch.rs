@@ -1,5 +1,6 @@
-//! Batched head checks (issue 10, Build 2): full runs (inline and the SQS fan-out) and drains
-//! read the heads of up to 100 repositories per GraphQL request, and only repositories whose
+//! Batched head checks (issue 10, Build 2): full runs (inline and the SQS fan-out) take the heads
+//! their GraphQL listing read (issue 23, `estate`); drains, and full runs listed over REST, read
+//! the heads of up to 100 repositories per GraphQL request, and only repositories whose
 //! head, planned scope or selection fingerprint changed go on to per-repository work (spec "One
 //! repository": unchanged only when both the tree and the fingerprint match).
 //!
@@ -20,7 +21,7 @@ use crate::github::{BatchHead, HeadQuery, MAX_IDS_PER_QUERY, RepoInfo};
 use crate::sync::fingerprint;
 use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::persist;
-use crate::sync::repository::{KnownHead, SyncError};
+use crate::sync::repository::{HeadRead, KnownHead, SyncError};
 use crate::sync::workspace::Workspace;
 
 /// Where the head checks are made: a drain only sees repositories with a marker, so the
@@ -48,6 +49,12 @@ pub struct Triage {
 impl Triage {
     /// The head GraphQL read for `repo`, when it is a commit on the listing's default branch:
     /// per-repository work starts from it instead of a REST head check.
+    /// How `repo`'s first pass reads its head: from the one read here, else over REST.
+    pub fn head_read(&self, repo: &RepoInfo) -> HeadRead {
+        self.known_head(repo)
+            .map_or(HeadRead::Rest, HeadRead::Known)
+    }
+
     pub fn known_head(&self, repo: &RepoInfo) -> Option<KnownHead> {
         let read_from = self.checked_from;
         match self.heads.get(&repo.github_id)? {
@@ -98,13 +105,15 @@ impl StoredHead {
     }
 }
 
-/// Sort `repos` (already narrowed by configuration) with batched GraphQL head checks.
-/// Run-stopping GitHub errors (rate limit, refused token) stop the caller's run; any other
-/// GraphQL failure sends that batch to per-repository work.
+/// Sort `repos` (already narrowed by configuration) by their heads: the ones the listing read
+/// (`listed`), the rest with batched GraphQL head checks. Run-stopping GitHub errors (rate
+/// limit, refused token) stop the caller's run; any other GraphQL failure sends that batch to
+/// per-repository work.
 pub async fn triage(
     ws: &Workspace,
     repos: Vec<RepoInfo>,
     scope: Scope,
+    listed: &HashMap<i64, BatchHead>,
 ) -> Result<Triage, SyncError> {
     let stored = load(ws, &repos).await?;
     let mut triage = Triage {
@@ -115,11 +124,14 @@ pub async fn triage(
             .fetch_one(&ws.pool)
             .await?,
     };
+    let mut read: Vec<(RepoInfo, BatchHead)> = Vec::new();
     let mut ask: Vec<(RepoInfo, HeadQuery)> = Vec::new();
     for repo in repos {
-        match question(ws, &repo, stored.get(&repo.github_id), scope) {
-            Some(query) => ask.push((repo, query)),
-            None => triage.to_sync.push(repo),
+        let question = question(ws, &repo, stored.get(&repo.github_id), scope);
+        match (question, listed.get(&repo.github_id)) {
+            (Some(_), Some(head)) => read.push((repo, head.clone())),
+            (Some(query), None) => ask.push((repo, query)),
+            (None, _) => triage.to_sync.push(repo),
         }
     }
     for batch in ask.chunks(MAX_IDS_PER_QUERY) {
@@ -132,19 +144,21 @@ pub async fn triage(
                 vec![BatchHead::Unusable; batch.len()]
             }
         };
-        for ((repo, _), head) in batch.iter().zip(heads) {
-            let Some(row) = stored.get(&repo.github_id) else {
-                triage.to_sync.push(repo.clone());
-                continue;
-            };
-            if unchanged(repo, row, &head) {
-                refresh_metadata(ws, repo, row).await?;
-                triage.unchanged.push(repo.github_id);
-            } else {
-                triage.to_sync.push(repo.clone());
-            }
-            triage.heads.insert(repo.github_id, head);
+        read.extend(batch.iter().map(|(repo, _)| repo.clone()).zip(heads));
+    }
+    for (repo, head) in read {
+        let Some(row) = stored.get(&repo.github_id) else {
+            triage.to_sync.push(repo);
+            continue;
+        };
+        let github_id = repo.github_id;
+        if unchanged(&repo, row, &head) {
+            refresh_metadata(ws, &repo, row).await?;
+            triage.unchanged.push(github_id);
+        } else {
+            triage.to_sync.push(repo);
         }
+        triage.heads.insert(github_id, head);
     }
     Ok(triage)
 }

@@ -281,6 +281,16 @@ pub async fn load(pool: &PgPool, repo_id: Option<i64>) -> Result<Listings, sqlx:
     Ok(listings)
 }
 
+/// The stored root listing alone (what a probe compares with).
+pub async fn load_root(pool: &PgPool, repo_id: i64) -> Result<Option<Listing>, sqlx::Error> {
+    let row: Option<(String, serde_json::Value)> =
+        sqlx::query_as("SELECT sha, entries FROM plan_trees WHERE repo_id = $1 AND path = ''")
+            .bind(repo_id)
+            .fetch_optional(pool)
+            .await?;
+    Ok(row.and_then(|(sha, value)| from_stored(sha, value)))
+}
+
 /// A git object id as the table stores it.
 fn is_oid(sha: &str) -> bool {
     sha.len() == 40 && sha.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))

@@ -15,7 +15,7 @@ use bytes::Bytes;
 use sqlx::PgPool;
 
 use crate::config::SyncConfig;
-use crate::github::{GithubClient, GithubError, HeadCheck, RepoInfo};
+use crate::github::{GithubClient, GithubError, HeadCheck, Probe, RepoInfo};
 use crate::sync::failure::RepoFailure;
 use crate::sync::fetch::{self, Fetched};
 use crate::sync::fingerprint::{SelectionSettings, fingerprint};
@@ -24,6 +24,7 @@ use crate::sync::parse;
 use crate::sync::persist::{
     self, CodeOwnersWrite, DocumentWrite, Markers, ReadmeWrite, Status, Write,
 };
+use crate::sync::probe;
 use crate::sync::scope::{self, ScopeError};
 use crate::sync::selection::{self, PlannedFile, SelectionRules, SkipReason, Warning};
 
@@ -82,6 +83,20 @@ pub struct KnownHead {
     pub read_from: chrono::DateTime<chrono::Utc>,
 }
 
+/// How a pass reads the head (issue 23).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HeadRead {
+    /// The REST conditional head check: a 304 costs no rate limit, so it suits a sync asked for
+    /// by hand or by a schedule, where the head has most likely not moved.
+    Rest,
+    /// One GraphQL probe of the head and of the plan's paths at it (`probe`): a webhook push,
+    /// where the head has moved and usually nothing the plan reads did. Falls back to `Rest`
+    /// when the probe cannot decide.
+    Probe,
+    /// A head a batch or listing already read.
+    Known(KnownHead),
+}
+
 /// Sync one repository known from the installation listing (or a webhook, or a repo lookup).
 pub async fn sync_repository(
     pool: &PgPool,
@@ -89,17 +104,17 @@ pub async fn sync_repository(
     config: &SyncConfig,
     repo: &RepoInfo,
 ) -> Result<RepoOutcome, SyncError> {
-    sync_repository_from(pool, client, config, repo, None).await
+    sync_repository_from(pool, client, config, repo, &HeadRead::Rest).await
 }
 
-/// [`sync_repository`], from a head already read (`known`) when it is of the listing's default
-/// branch; otherwise the REST head check reads it.
+/// [`sync_repository`], reading the head as `read` says (a known head only when it is of the
+/// listing's default branch; otherwise the REST head check reads it).
 pub async fn sync_repository_from(
     pool: &PgPool,
     client: &GithubClient,
     config: &SyncConfig,
     repo: &RepoInfo,
-    known: Option<&KnownHead>,
+    read: &HeadRead,
 ) -> Result<RepoOutcome, SyncError> {
     let full_name = format!("{}/{}", repo.owner, repo.name);
     let rules = SelectionRules {
@@ -120,18 +135,41 @@ pub async fn sync_repository_from(
     let Some(branch) = repo.default_branch.as_deref() else {
         return empty_repository(cx, &fp).await;
     };
-    let head = match known.filter(|k| k.branch == branch) {
-        Some(k) => Head::known(k, &stored),
-        None => match head_check(cx, branch, &stored, &fp).await? {
+    let same_fingerprint = stored.fingerprint.as_deref() == Some(fp.as_str());
+    let lookout = probe::lookout(pool, &stored, same_fingerprint, rules.docs_path).await?;
+    let probed = match read {
+        HeadRead::Probe => probe::at_branch(client, repo, branch, lookout.as_ref()).await?,
+        _ => None,
+    };
+    let head = match (read, probed) {
+        (HeadRead::Known(k), _) if k.branch == branch => {
+            Head::read(&k.commit_sha, &k.tree_sha, &stored)
+        }
+        (_, Some(probed)) => Head::probed(probed, &stored),
+        _ => match head_check(cx, branch, &stored, &fp).await? {
             Ok(head) => head,
             Err(outcome) => return Ok(outcome),
         },
     };
 
     // Unchanged only when both the tree and the selection fingerprint match.
-    let same_fingerprint = stored.fingerprint.as_deref() == Some(fp.as_str());
     if stored.tree_sha.as_deref() == Some(head.tree_sha.as_str()) && same_fingerprint {
         persist::refresh_status(pool, repo, None, head.etag.as_deref()).await?;
+        return Ok(unchanged(repo, stored.written_by_failed_run));
+    }
+    // A head read over REST was most likely asked for by hand: the root is read as before.
+    if let Some(lookout) = lookout.as_ref().filter(|_| *read != HeadRead::Rest)
+        && moved_only(client, repo, &head, lookout).await?
+    {
+        // Issue 23: the plan's paths are as stored; only the head markers move.
+        let markers = Markers {
+            head_commit_sha: Some(head.commit_sha.clone()),
+            tree_sha: Some(head.tree_sha.clone()),
+            head_etag: head.etag.clone(),
+            fingerprint: Some(fp),
+            docs_tree_sha: stored.docs_tree_sha.clone(),
+        };
+        persist::move_markers(pool, repo, &markers, None).await?;
         return Ok(unchanged(repo, stored.written_by_failed_run));
     }
     let planned = Planned {
@@ -159,24 +197,55 @@ fn unchanged(repo: &RepoInfo, written_by_failed_run: Option<i64>) -> RepoOutcome
     }
 }
 
-/// What the head check found: the commit, its root tree and the ETag to store.
+/// What the head check found: the commit, its root tree and the ETag to store, and the probe
+/// that read them, when one did.
 struct Head {
     commit_sha: String,
     tree_sha: String,
     etag: Option<String>,
+    probe: Option<Probe>,
 }
 
 impl Head {
     /// A head read by GraphQL: the stored ETag still names it only when the commit is the stored
     /// one (else none is kept, and the next REST head check is unconditional).
-    fn known(k: &KnownHead, stored: &persist::Stored) -> Self {
-        let same = stored.head_commit_sha.as_deref() == Some(k.commit_sha.as_str());
+    fn read(commit_sha: &str, tree_sha: &str, stored: &persist::Stored) -> Self {
+        let same = stored.head_commit_sha.as_deref() == Some(commit_sha);
         Self {
-            commit_sha: k.commit_sha.clone(),
-            tree_sha: k.tree_sha.clone(),
+            commit_sha: commit_sha.to_owned(),
+            tree_sha: tree_sha.to_owned(),
             etag: if same { stored.head_etag.clone() } else { None },
+            probe: None,
         }
     }
+
+    fn probed(probe: Probe, stored: &persist::Stored) -> Self {
+        Self {
+            probe: Some(probe.clone()),
+            ..Self::read(&probe.commit_sha, &probe.tree_sha, stored)
+        }
+    }
+}
+
+/// Whether the head moved without touching what the plan reads: decided by the probe that read
+/// the head, or by one at the head's commit (0 REST requests either way).
+async fn moved_only(
+    client: &GithubClient,
+    repo: &RepoInfo,
+    head: &Head,
+    lookout: &probe::Lookout,
+) -> Result<bool, SyncError> {
+    let at_commit;
+    let probe = match &head.probe {
+        Some(p) => Some(p),
+        None => {
+            at_commit = probe::at_commit(client, repo, &head.commit_sha, lookout)
+                .await
+                .map_err(SyncError::RunStopped)?;
+            at_commit.as_ref()
+        }
+    };
+    Ok(probe.is_some_and(|p| p.tree_sha == head.tree_sha && lookout.unchanged_at(p)))
 }
 
 /// Step 1, the head check: conditional on the stored ETag (a 304 costs one request and no rate
@@ -213,6 +282,7 @@ async fn head_check(
                 commit_sha: c.clone(),
                 tree_sha: t.clone(),
                 etag: stored.head_etag.clone(),
+                probe: None,
             })),
             // A 304 without stored markers cannot happen unless the row was edited by hand:
             // fetch the head again unconditionally.
@@ -228,6 +298,7 @@ async fn head_check(
                     commit_sha,
                     tree_sha,
                     etag,
+                    probe: None,
                 })),
                 Ok(HeadCheck::NotModified) => done(fail(cx, RepoFailure::UnexpectedAnswer).await),
                 Err(e) => done(github_failure(cx, e).await),
@@ -241,6 +312,7 @@ async fn head_check(
             commit_sha,
             tree_sha,
             etag,
+            probe: None,
         })),
     }
 }
@@ -276,7 +348,7 @@ async fn plan_and_write(
     {
         // Only the head markers move; no document row is touched.
         let markers = p.markers(p.stored.docs_tree_sha.clone());
-        persist::move_markers(pool, repo, &markers, root, &stored_trees).await?;
+        persist::move_markers(pool, repo, &markers, Some((root, &stored_trees))).await?;
         return Ok(unchanged(repo, p.stored.written_by_failed_run));
     }
     let scope = match scope::read(client, owner, name, root, &stored_trees, rules.docs_path).await {

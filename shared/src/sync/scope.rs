@@ -11,7 +11,7 @@
 //! read; a large known one level by level, into the subtrees whose SHA changed only. Every listing
 //! the plan uses is complete: a truncated read of the docs scope is `Truncated`.
 
-use crate::github::{EntryKind, GithubClient, GithubError, TreeEntry};
+use crate::github::{EntryKind, GithubClient, GithubError, Probe, TreeEntry};
 use crate::sync::listings::{self, Entry, Listing, Listings, join};
 use crate::sync::selection::{
     CODEOWNERS_FILE_NAME, CODEOWNERS_FOLDERS, DOCS_FOLDER_CANDIDATES, README_CANDIDATES,
@@ -74,26 +74,66 @@ pub async fn read_root(
 /// stored root (and the fingerprint matches), every tree the plan read is the same: the
 /// repository is unchanged in substance.
 fn root_scope<'a>(root: &'a Listing, docs_path: Option<&str>) -> Vec<&'a Entry> {
-    let first_segment = docs_path.and_then(|p| p.split('/').next());
     root.entries
         .iter()
-        .filter(|e| match e.kind {
-            EntryKind::Blob => {
-                e.name.eq_ignore_ascii_case(CODEOWNERS_FILE_NAME)
-                    || README_CANDIDATES
-                        .iter()
-                        .any(|c| e.name.eq_ignore_ascii_case(c))
-            }
-            EntryKind::Tree => {
-                Some(e.name.as_str()) == first_segment
-                    || DOCS_FOLDER_CANDIDATES
-                        .iter()
-                        .chain(CODEOWNERS_FOLDERS.iter())
-                        .any(|c| e.name.eq_ignore_ascii_case(c))
-            }
-            EntryKind::Commit => false,
-        })
+        .filter(|e| in_root_scope(&e.name, e.kind, docs_path))
         .collect()
+}
+
+/// Whether a root entry of this name and kind is one the plan depends on.
+fn in_root_scope(name: &str, kind: EntryKind, docs_path: Option<&str>) -> bool {
+    let first_segment = docs_path.and_then(|p| p.split('/').next());
+    match kind {
+        EntryKind::Blob => {
+            name.eq_ignore_ascii_case(CODEOWNERS_FILE_NAME)
+                || README_CANDIDATES
+                    .iter()
+                    .any(|c| name.eq_ignore_ascii_case(c))
+        }
+        EntryKind::Tree => {
+            Some(name) == first_segment
+                || DOCS_FOLDER_CANDIDATES
+                    .iter()
+                    .chain(CODEOWNERS_FOLDERS.iter())
+                    .any(|c| name.eq_ignore_ascii_case(c))
+        }
+        EntryKind::Commit => false,
+    }
+}
+
+/// The paths a probe of another commit asks for (issue 23): the stored root scope's entries,
+/// by their exact names, in the order [`unchanged_at`] expects them.
+pub fn probe_paths(root: &Listing, docs_path: Option<&str>) -> Vec<String> {
+    root_scope(root, docs_path)
+        .iter()
+        .map(|e| e.name.clone())
+        .collect()
+}
+
+/// Whether the probed commit leaves the root scope as the stored `root` has it, so every tree
+/// the stored plan read is the same: the same scope names and kinds in the probed root (a
+/// candidate added or gone, in any spelling, shows there), and each asked path with the stored
+/// entry's kind, mode and oid. `probe.files` answers [`probe_paths`] of the same root.
+pub fn unchanged_at(probe: &Probe, root: &Listing, docs_path: Option<&str>) -> bool {
+    let old = root_scope(root, docs_path);
+    if probe.files.len() != old.len() {
+        return false;
+    }
+    let mut old_names: Vec<(&str, EntryKind)> =
+        old.iter().map(|e| (e.name.as_str(), e.kind)).collect();
+    let mut new_names: Vec<(&str, EntryKind)> = probe
+        .root
+        .iter()
+        .filter(|(name, kind)| in_root_scope(name, *kind, docs_path))
+        .map(|(name, kind)| (name.as_str(), *kind))
+        .collect();
+    old_names.sort_by_key(|(name, _)| *name);
+    new_names.sort_by_key(|(name, _)| *name);
+    old_names == new_names
+        && old.iter().zip(&probe.files).all(|(entry, file)| {
+            file.as_ref()
+                .is_some_and(|f| f.kind == entry.kind && f.mode == entry.mode && f.oid == entry.sha)
+        })
 }
 
 /// Whether `root` leaves everything the stored plan read unchanged.

@@ -14,7 +14,8 @@ use crate::github::{GithubError, RepoInfo};
 use crate::jobs::sqs::{SqsAdapter, SubmitError};
 use crate::jobs::{Job, RepoRef};
 use crate::scheduler;
-use crate::sync::full::{RunReport, remove_unselected, take_listing};
+use crate::sync::estate;
+use crate::sync::full::{RunReport, remove_unselected};
 use crate::sync::head_batch::{self, Scope};
 use crate::sync::lock::{HeldLock, scheduler_key};
 use crate::sync::removal::selected;
@@ -139,13 +140,14 @@ async fn list_and_send(
     queue: &SqsAdapter,
     counts: &mut RunCounts,
 ) -> Result<usize, Stop> {
-    let (listing, listed_at) = take_listing(ws).await?;
-    let wanted: Vec<RepoInfo> = listing
+    let estate = estate::take(ws).await?;
+    let wanted: Vec<RepoInfo> = estate
+        .repos
         .iter()
         .filter(|r| selected(&ws.config, r))
         .cloned()
         .collect();
-    let triage = head_batch::triage(ws, wanted.clone(), Scope::FullRun).await?;
+    let triage = head_batch::triage(ws, wanted.clone(), Scope::FullRun, &estate.heads).await?;
     counts.repos_unchanged += triage.unchanged.len() as u32;
     let jobs: Vec<Job> = triage
         .to_sync
@@ -155,7 +157,7 @@ async fn list_and_send(
     let sent = queue.send_many(&jobs).await.map_err(Stop::Queue)?;
     head_batch::remember_node_ids(ws, &wanted).await?;
 
-    counts.repos_removed += remove_unselected(ws, &listing, listed_at).await?;
+    counts.repos_removed += remove_unselected(ws, &estate.repos, estate.listed_at).await?;
     // Markers left by requests made while nothing ran are drained by a worker too.
     queue
         .send(

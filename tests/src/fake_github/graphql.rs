@@ -62,8 +62,8 @@ pub(crate) struct GraphqlFaultRule {
 }
 
 /// The installation the request's token belongs to, and the budget after this query.
-struct Viewer {
-    installation: u64,
+pub(crate) struct Viewer {
+    pub(crate) installation: u64,
     rate: RateSnapshot,
 }
 
@@ -90,6 +90,11 @@ fn schema() -> &'static FakeSchema {
 // ---- Schema: GitHub's names ----
 
 pub(crate) struct Query;
+
+/// The fake's schema in SDL (the contract test compares it with GitHub's published one).
+pub fn sdl() -> String {
+    schema().sdl()
+}
 
 #[Object]
 impl Query {
@@ -159,26 +164,33 @@ impl Query {
             })
     }
 
+    /// The currently authenticated user: for an installation token, the App's bot, whose
+    /// `repositories` are the installation's (see `graphql_viewer`).
+    async fn viewer(&self, ctx: &Context<'_>) -> super::graphql_viewer::User {
+        super::graphql_viewer::User::of(ctx.data_unchecked::<Viewer>().installation)
+    }
+
     /// The client's rate limit information.
     async fn rate_limit(
         &self,
         ctx: &Context<'_>,
-        #[graphql(default = false)] dry_run: bool,
+        #[graphql(default_with = "Some(false)")] dry_run: Option<bool>,
     ) -> Option<RateLimit> {
+        let dry_run = dry_run.unwrap_or(false);
         let rate = ctx.data_unchecked::<Viewer>().rate;
         Some(RateLimit {
             cost: if dry_run { 0 } else { QUERY_COST as i32 },
             limit: rate.limit as i32,
             node_count: 0,
             remaining: rate.remaining as i32,
-            reset_at: iso(rate.reset_at),
+            reset_at: GhDateTime(iso(rate.reset_at)),
             used: rate.limit.saturating_sub(rate.remaining) as i32,
         })
     }
 }
 
 /// An error with GitHub's `type` (kept in extensions by the engine, lifted by `github_shape`).
-fn typed(message: String, kind: &'static str) -> Error {
+pub(crate) fn typed(message: String, kind: &'static str) -> Error {
     Error::new(message).extend_with(|_, e| e.set("type", kind))
 }
 
@@ -217,6 +229,24 @@ pub(crate) enum GitObject {
     Blob(Blob),
 }
 
+/// An RFC 3986 URI (GitHub's `URI` scalar).
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct Uri(String);
+async_graphql::scalar!(
+    Uri,
+    "URI",
+    "An RFC 3986, RFC 3987, and RFC 6570 (level 4) compliant URI string."
+);
+
+/// An ISO-8601 encoded UTC date string (GitHub's `DateTime` scalar).
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+pub(crate) struct GhDateTime(String);
+async_graphql::scalar!(
+    GhDateTime,
+    "DateTime",
+    "An ISO-8601 encoded UTC date string."
+);
+
 /// A Git object ID (GitHub's `GitObjectID` scalar).
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub(crate) struct GitObjectId(String);
@@ -228,19 +258,29 @@ pub(crate) struct Repository {
     name: String,
     owner: String,
     archived: bool,
+    private: bool,
+    description: Option<String>,
     default_branch: String,
 }
 
 impl Repository {
-    fn of(repo: &Repo) -> Self {
+    pub(crate) fn of(repo: &Repo) -> Self {
         Self {
             repo_id: repo.id,
             name: repo.name.clone(),
             owner: repo.owner.clone(),
             archived: repo.archived,
+            private: repo.private,
+            description: repo.description.clone(),
             default_branch: repo.default_branch.clone(),
         }
     }
+}
+
+/// A repository's owner (only its login here).
+#[derive(async_graphql::SimpleObject)]
+pub(crate) struct RepositoryOwner {
+    login: String,
 }
 
 /// The repository and the world, locked for one field.
@@ -270,6 +310,25 @@ impl Repository {
 
     async fn is_archived(&self) -> bool {
         self.archived
+    }
+
+    async fn is_private(&self) -> bool {
+        self.private
+    }
+
+    async fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// The HTTP URL for this repository.
+    async fn url(&self) -> Uri {
+        Uri(format!("https://github.com/{}/{}", self.owner, self.name))
+    }
+
+    async fn owner(&self) -> RepositoryOwner {
+        RepositoryOwner {
+            login: self.owner.clone(),
+        }
     }
 
     /// The Ref associated with the repository's default branch (null when it has no commits).
@@ -407,6 +466,37 @@ impl Commit {
             oid: self.tree,
         }
     }
+
+    /// The tree entry at `path` (exact, case-sensitive like git), or null.
+    async fn file(&self, ctx: &Context<'_>, path: String) -> Option<TreeEntry> {
+        with_repo(ctx, self.repo_id, |repo| entry_at(repo, self.tree, &path)).flatten()
+    }
+}
+
+/// The entry at a slash-separated path below `tree`.
+fn entry_at(repo: &Repo, tree: Oid, path: &str) -> Option<TreeEntry> {
+    let mut here = tree;
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    let (last, folders) = parts.split_last()?;
+    for part in folders {
+        here = repo
+            .objects
+            .list_flat(&here)
+            .into_iter()
+            .find(|e| e.path == *part && e.mode.kind() == "tree")?
+            .oid;
+    }
+    repo.objects
+        .list_flat(&here)
+        .into_iter()
+        .find(|e| e.path == *last)
+        .map(|e| TreeEntry {
+            name: e.path.clone(),
+            kind: e.mode.kind().to_owned(),
+            mode: i32::from_str_radix(e.mode.api(), 8).unwrap_or(0),
+            oid: GitObjectId(git::to_hex(&e.oid)),
+            path: Some(path.to_owned()),
+        })
 }
 
 #[derive(Clone)]
@@ -423,6 +513,8 @@ pub(crate) struct TreeEntry {
     kind: String,
     mode: i32,
     oid: GitObjectId,
+    /// The full path of the file (null for entries listed by `Tree.entries`).
+    path: Option<String>,
 }
 
 #[Object]
@@ -445,6 +537,7 @@ impl Tree {
                     kind: e.mode.kind().to_owned(),
                     mode: i32::from_str_radix(e.mode.api(), 8).unwrap_or(0),
                     oid: GitObjectId(git::to_hex(&e.oid)),
+                    path: None,
                 })
                 .collect()
         })
@@ -490,7 +583,7 @@ pub(crate) struct RateLimit {
     limit: i32,
     node_count: i32,
     remaining: i32,
-    reset_at: String,
+    reset_at: GhDateTime,
     used: i32,
 }
 
@@ -626,6 +719,13 @@ fn spend(state: &mut World, now: i64, fault: &Option<GraphqlFault>) -> Option<Ra
     })
 }
 
+/// Errors for which GitHub refuses the whole query (`data: null`), not just a field.
+const WHOLE_QUERY_REFUSALS: [&str; 3] = [
+    "ARGUMENT_LIMIT",
+    "EXCESSIVE_PAGINATION",
+    "MISSING_PAGINATION_BOUNDARIES",
+];
+
 /// GitHub puts `type` at the top of each error, where the engine keeps it in `extensions`; an
 /// argument over a limit fails the whole query (`data: null`), not just its field.
 fn github_shape(value: &mut Value) {
@@ -641,7 +741,7 @@ fn github_shape(value: &mut Value) {
             .remove("extensions")
             .and_then(|mut e| e.get_mut("type").map(Value::take))
         {
-            refused |= kind == "ARGUMENT_LIMIT";
+            refused |= WHOLE_QUERY_REFUSALS.contains(&kind.as_str().unwrap_or(""));
             object.insert("type".into(), kind);
         }
     }

@@ -14,6 +14,7 @@ pub mod demo;
 mod faults;
 pub mod git;
 mod graphql;
+mod graphql_viewer;
 mod routes;
 mod state;
 
@@ -29,7 +30,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 pub use faults::Fault;
-pub use graphql::{GraphqlFault, MAX_NODE_IDS};
+pub use graphql::{GraphqlFault, MAX_NODE_IDS, sdl as graphql_sdl};
 
 use faults::{FaultRule, Target};
 use state::{Installation, Repo, State};
@@ -460,6 +461,18 @@ impl FakeGithub {
     }
 
     /// The node id the listing gives a repository (GraphQL resolves it).
+    /// Leave a repository out of `viewer.repositories` (an incomplete listing; REST still lists
+    /// it), or put it back.
+    pub fn hide_from_viewer_listing(&self, full_name: &str, hidden: bool) {
+        let mut state = self.state();
+        let id = state.repo_mut(full_name).id;
+        if hidden {
+            state.viewer_hides.insert(id);
+        } else {
+            state.viewer_hides.remove(&id);
+        }
+    }
+
     pub fn node_id(&self, full_name: &str) -> String {
         format!("R_fake{}", self.state().repo_mut(full_name).id)
     }

@@ -157,6 +157,8 @@ pub(crate) struct State {
     pub rate_clock_ahead: i64,
     pub faults: Vec<FaultRule>,
     pub graphql_faults: Vec<GraphqlFaultRule>,
+    /// Repositories `viewer.repositories` leaves out (an incomplete listing on demand).
+    pub viewer_hides: std::collections::BTreeSet<u64>,
     pub log: Vec<LoggedRequest>,
     /// Requests being answered now, and the most seen at once since the last log reset, per
     /// endpoint: tests prove that two syncs of a repository never overlapped.
@@ -190,6 +192,7 @@ impl State {
             rate_clock_ahead: 0,
             faults: Vec::new(),
             graphql_faults: Vec::new(),
+            viewer_hides: Default::default(),
             log: Vec::new(),
             in_flight: HashMap::new(),
             max_in_flight: HashMap::new(),

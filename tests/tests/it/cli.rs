@@ -200,20 +200,20 @@ async fn status_json_shows_each_repository_and_the_recent_runs() {
     assert_eq!(status["recentRuns"][0]["trigger"], "manual");
     assert_eq!(status["recentRuns"][0]["status"], "success");
 
-    // Issue 10, Build 5: a second, no-op run in a new process: the listing over REST (the
-    // installation token is the one the first process stored, so no exchange), one GraphQL
-    // head check.
+    // Issue 10, Build 5, and issue 23: a second, no-op run in a new process: one GraphQL query
+    // lists the repositories with their heads (the installation token is the one the first
+    // process stored, so no exchange; the listing's count was confirmed by the first run).
     let (code, _) = s.syncplane(&["sync"]).await;
     assert_eq!(code, ExitCode::SUCCESS);
     let (_, out) = s.json(&["status", "--json"]).await;
     let github = &out[0]["status"]["recentRuns"][0]["github"];
     assert_eq!(
         github,
-        &serde_json::json!({"restRequests": 1, "graphqlRequests": 1, "restUnits": 1, "graphqlPoints": 1})
+        &serde_json::json!({"restRequests": 0, "graphqlRequests": 1, "restUnits": 0, "graphqlPoints": 1})
     );
     let (_, text) = s.syncplane(&["status"]).await;
     assert!(
-        text.contains("GitHub: 1 REST + 1 GraphQL requests, 1 REST units + 1 GraphQL points"),
+        text.contains("GitHub: 0 REST + 1 GraphQL requests, 0 REST units + 1 GraphQL points"),
         "{text}"
     );
 }

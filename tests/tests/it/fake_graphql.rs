@@ -331,3 +331,154 @@ async fn a_bad_token_is_refused_and_another_installations_repository_is_not_foun
     assert_eq!(body["data"]["nodes"][0], Value::Null);
     assert_eq!(body["errors"][0]["type"], "NOT_FOUND");
 }
+
+// ---- Issue 23: the listing (`viewer.repositories`) and the probe (`Commit.file`) ----
+
+/// Field name → (type, arguments name → type) of every object and interface in an SDL text.
+type Fields = std::collections::BTreeMap<(String, String), (String, Vec<(String, String)>)>;
+
+fn fields_of(sdl: &str) -> Fields {
+    use async_graphql::parser::types::{TypeKind, TypeSystemDefinition};
+    let document = async_graphql::parser::parse_schema(sdl).expect("SDL parses");
+    let mut out = Fields::new();
+    for definition in document.definitions {
+        let TypeSystemDefinition::Type(t) = definition else {
+            continue;
+        };
+        let t = t.node;
+        let fields = match t.kind {
+            TypeKind::Object(o) => o.fields,
+            TypeKind::Interface(i) => i.fields,
+            _ => continue,
+        };
+        for f in fields {
+            let f = f.node;
+            let args = f
+                .arguments
+                .iter()
+                .map(|a| (a.node.name.node.to_string(), a.node.ty.node.to_string()))
+                .collect();
+            out.insert(
+                (t.name.node.to_string(), f.name.node.to_string()),
+                (f.ty.node.to_string(), args),
+            );
+        }
+    }
+    out
+}
+
+/// The contract: every field syncplane's queries use is declared by the fake with the type
+/// GitHub publishes, and every argument the fake takes has the published type.
+#[test]
+fn the_fake_declares_every_field_syncplane_asks_for_as_githubs_published_schema_does() {
+    let published = fields_of(include_str!(
+        "../../fixtures/github/graphql-schema-excerpt.graphql"
+    ));
+    let fake = fields_of(&syncplane_tests::fake_github::graphql_sdl());
+    assert!(published.len() >= 40, "the excerpt is read whole");
+    for ((object, field), (ty, args)) in &published {
+        let Some((fake_ty, fake_args)) = fake.get(&(object.clone(), field.clone())) else {
+            panic!("the fake lacks {object}.{field}");
+        };
+        assert_eq!(fake_ty, ty, "{object}.{field}");
+        for (name, arg_ty) in fake_args {
+            let published_arg = args.iter().find(|(n, _)| n == name);
+            assert_eq!(
+                published_arg.map(|(_, t)| t),
+                Some(arg_ty),
+                "{object}.{field}({name}:)"
+            );
+        }
+    }
+}
+
+const LISTING: &str = "query($after: String, $first: Int) {
+  viewer { login repositories(first: $first, after: $after) {
+    totalCount pageInfo { hasNextPage endCursor }
+    nodes { databaseId id nameWithOwner isPrivate isArchived url owner { login } }
+  } }
+}";
+
+#[tokio::test]
+async fn viewer_repositories_lists_the_installations_repositories_in_pages_of_at_most_100() {
+    let (github, installation, token) = setup().await;
+    for i in 0..150 {
+        github.add_repo(installation, &format!("acme/r{i:03}"), &[]);
+    }
+    let other = github.add_installation("other");
+    github.add_repo(other, "other/hidden", &[]);
+    let (status, first) = query(&github, &token, LISTING, json!({"first": 100})).await;
+    assert_eq!(status, StatusCode::OK);
+    let connection = &first["data"]["viewer"]["repositories"];
+    assert_eq!(connection["totalCount"], 150, "{first}");
+    assert_eq!(connection["nodes"].as_array().unwrap().len(), 100);
+    assert_eq!(connection["pageInfo"]["hasNextPage"], true);
+    assert_eq!(connection["nodes"][0]["owner"]["login"], "acme");
+    assert_eq!(
+        connection["nodes"][0]["url"],
+        "https://github.com/acme/r000"
+    );
+    let after = connection["pageInfo"]["endCursor"].clone();
+    let (_, second) = query(
+        &github,
+        &token,
+        LISTING,
+        json!({"first": 100, "after": after}),
+    )
+    .await;
+    let connection = &second["data"]["viewer"]["repositories"];
+    assert_eq!(connection["nodes"].as_array().unwrap().len(), 50);
+    assert_eq!(connection["pageInfo"]["hasNextPage"], false);
+    assert_eq!(connection["nodes"][49]["nameWithOwner"], "acme/r149");
+}
+
+#[tokio::test]
+async fn viewer_repositories_refuses_more_than_100_or_no_bound_as_github_does() {
+    let (github, _, token) = setup().await;
+    let (status, over) = query(&github, &token, LISTING, json!({"first": 101})).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(over["data"], Value::Null, "the whole query is refused");
+    assert_eq!(over["errors"][0]["type"], "EXCESSIVE_PAGINATION");
+    assert_eq!(
+        over["errors"][0]["message"],
+        "Requesting 101 records on the `repositories` connection exceeds the `first` limit of 100 records."
+    );
+    let (_, unbounded) = query(&github, &token, LISTING, json!({})).await;
+    assert_eq!(unbounded["data"], Value::Null);
+    assert_eq!(
+        unbounded["errors"][0]["type"],
+        "MISSING_PAGINATION_BOUNDARIES"
+    );
+}
+
+#[tokio::test]
+async fn commit_file_reads_an_exact_path_with_the_octal_mode_as_a_number() {
+    let (github, installation, token) = setup().await;
+    github.add_repo(
+        installation,
+        "acme/docs",
+        &files(&[("README.md", "# R\n"), ("docs/a.md", "# A\n")]),
+    );
+    let q = "query($o: String!, $n: String!) { repository(owner: $o, name: $n) {
+      defaultBranchRef { target { ... on Commit {
+        tree { entries { name type } }
+        readme: file(path: \"README.md\") { name path type mode oid }
+        lower: file(path: \"readme.md\") { oid }
+        nested: file(path: \"docs/a.md\") { oid }
+        docs: file(path: \"docs\") { type mode }
+      } } } } }";
+    let (_, body) = query(&github, &token, q, json!({"o": "acme", "n": "docs"})).await;
+    let commit = &body["data"]["repository"]["defaultBranchRef"]["target"];
+    assert_eq!(
+        commit["readme"],
+        json!({"name": "README.md", "path": "README.md", "type": "blob", "mode": 33188,
+            "oid": FakeGithub::blob_sha(b"# R\n")})
+    );
+    assert_eq!(commit["lower"], Value::Null, "paths are case-sensitive");
+    assert_eq!(commit["nested"]["oid"], FakeGithub::blob_sha(b"# A\n"));
+    assert_eq!(commit["docs"], json!({"type": "tree", "mode": 16384}));
+    assert_eq!(
+        commit["tree"]["entries"],
+        json!([{"name": "README.md", "type": "blob"}, {"name": "docs", "type": "tree"}])
+    );
+}

@@ -201,20 +201,25 @@ pub(super) async fn update_repo_row(
 }
 
 /// A root tree change that left everything the plan read as it was (issue 10): store the new head
-/// markers and root listing, mark the repository ok, and touch nothing else. The warnings and the
+/// markers and, when the root was read (`trees`: it and the stored listings), the root listing;
+/// mark the repository ok, and touch nothing else (issue 23: a probe reads no root listing). The warnings and the
 /// docs folder stay: they came from the same listings.
 pub async fn move_markers(
     pool: &PgPool,
     repo: &RepoInfo,
     markers: &Markers,
-    root: Listing,
-    stored: &Listings,
+    trees: Option<(Listing, &Listings)>,
 ) -> Result<u64, sqlx::Error> {
-    let mut used = stored.clone();
-    used.insert(String::new(), root);
     let mut tx = pool.begin().await?;
     let id = ensure_row(&mut tx, repo).await?;
-    let mut written = listings::save(&mut tx, id, &used, stored).await?;
+    let mut written = match trees {
+        Some((root, stored)) => {
+            let mut used = stored.clone();
+            used.insert(String::new(), root);
+            listings::save(&mut tx, id, &used, stored).await?
+        }
+        None => 0,
+    };
     let update = sqlx::query(
         "UPDATE repos SET
              owner = $2, name = $3, default_branch = $4, private = $5, archived = $6,

@@ -61,11 +61,8 @@ async fn a_run_stopped_by_the_rate_limit_records_when_to_retry() {
         .await
         .unwrap();
     let reset_in = Duration::from_secs(3600);
-    e.gh.fault(
-        Endpoint::InstallationRepos,
-        Fault::PrimaryRateLimit { reset_in },
-        None,
-    );
+    // The listing is GraphQL's (issue 23): its points budget is spent.
+    e.gh.set_graphql_rate_limit(5000, 0, reset_in);
     let before = Utc::now();
     let (code, out) = e.syncplane(&["sync", "--json"]).await;
     assert_eq!(code, ExitCode::FAILURE, "{out}");

@@ -57,9 +57,9 @@ async fn two_syncs_of_one_repository_never_overlap() {
     }
     assert!(synced >= 1);
     assert_eq!(
-        w.gh.max_in_flight(Endpoint::Branch),
+        w.gh.max_in_flight(Endpoint::Graphql),
         1,
-        "no two head checks of the repository at once: the syncs never overlapped"
+        "no two head reads (a webhook's GraphQL probe) of the repository at once: the syncs never overlapped"
     );
     assert_eq!(w.gh.max_in_flight(Endpoint::Tree), 1);
     // Nothing lost: every pushed file is stored and no marker is left waiting.

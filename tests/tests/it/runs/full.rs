@@ -44,16 +44,17 @@ async fn a_full_run_lists_narrows_syncs_each_and_records_the_run() {
         [("manual".to_owned(), None, "success".to_owned(), None)]
     );
 
-    // A no-op run: listing + one batched GraphQL head check (issue 10; was one REST head
-    // check per repository), and no content writes.
+    // A no-op run: one GraphQL query lists the repositories with their heads (issue 23; was the
+    // REST listing plus a batched head check, and before issue 10 one REST head check per
+    // repository), and no content writes.
     w.gh.reset_log();
     let report = sync_all(&w.ws(), Trigger::Schedule).await.unwrap();
     assert_eq!(report.counts.repos_unchanged, 2);
-    assert_eq!(w.gh.count(Endpoint::InstallationRepos), 1);
+    assert_eq!(w.gh.count(Endpoint::InstallationRepos), 0);
     assert_eq!(w.gh.count(Endpoint::Graphql), 1);
     assert_eq!(w.gh.count(Endpoint::Branch), 0);
-    assert_eq!(w.gh.total_requests(), 2, "{:?}", w.gh.requests());
-    assert_eq!(report.counts.github_requests, 2);
+    assert_eq!(w.gh.total_requests(), 1, "{:?}", w.gh.requests());
+    assert_eq!(report.counts.github_requests, 1);
 }
 
 #[tokio::test]
@@ -171,7 +172,8 @@ async fn no_non_signal_removes_anything() {
         );
     }
 
-    // A failed listing.
+    // A failed listing (GraphQL's fails, then REST's).
+    w.gh.fault(Endpoint::Graphql, Fault::Status(502), None);
     w.gh.fault(Endpoint::InstallationRepos, Fault::Status(502), None);
     let report = sync_all(&w.ws(), Trigger::Schedule).await.unwrap();
     assert_eq!(report.status, RunStatus::Failed);
@@ -180,6 +182,7 @@ async fn no_non_signal_removes_anything() {
     for i in 0..120 {
         w.repo(&format!("acme/extra{i:03}"), &[]);
     }
+    w.gh.fault(Endpoint::Graphql, Fault::Status(502), None);
     w.gh.fault_on_path("page=2", Fault::Status(500), None);
     let report = sync_all(&w.ws(), Trigger::Schedule).await.unwrap();
     assert_eq!(

@@ -1,5 +1,5 @@
-//! Batched head checks (issue 10, Build 2): full runs and drains read heads through GraphQL,
-//! up to 100 per request; only repositories whose head or fingerprint changed (or that must
+//! Batched head checks (issue 10, Build 2): drains, and full runs listed over REST, read heads
+//! through GraphQL, up to 100 per request (a full run's GraphQL listing carries them, issue 23); only repositories whose head or fingerprint changed (or that must
 //! always sync) cost per-repository requests. Every GraphQL fault has a clear outcome: a REST
 //! head check for the batch or the affected repository, or a run stopped like a REST rate
 //! limit; never a lost or wrong plan.
@@ -13,10 +13,10 @@ use syncplane_tests::fake_github::{Change, Endpoint, Fault, GraphqlFault};
 
 use crate::engine::World;
 
-const FILES: &[(&str, &str)] = &[("docs/a.md", "# A\n"), ("README.md", "# R\n")];
+pub(super) const FILES: &[(&str, &str)] = &[("docs/a.md", "# A\n"), ("README.md", "# R\n")];
 
 /// A world whose repositories have all been synced once.
-async fn synced_world(names: &[&str]) -> World {
+pub(super) async fn synced_world(names: &[&str]) -> World {
     let w = World::new().await;
     for name in names {
         w.repo(name, FILES);
@@ -24,6 +24,12 @@ async fn synced_world(names: &[&str]) -> World {
     let report = sync_all(&w.ws(), Trigger::Manual).await.unwrap();
     assert_eq!(report.counts.repos_synced as usize, names.len());
     w
+}
+
+/// The next full run lists over REST (its GraphQL listing fails once), so the heads are read by
+/// the batched `nodes(ids:)` check these tests are about (a drain always reads them so).
+fn listed_over_rest(w: &World) {
+    w.gh.graphql_fault(GraphqlFault::ErrorsWithoutData, Some(1));
 }
 
 /// The REST head checks and tree reads of the last run.
@@ -40,9 +46,13 @@ async fn an_unchanged_repository_costs_no_per_repository_request_in_a_full_run()
     assert_eq!(report.status, RunStatus::Success);
     assert_eq!(report.counts.repos_unchanged, 3);
     assert_eq!(per_repository_requests(&w), 0, "{:?}", w.gh.requests());
-    assert_eq!(w.gh.count(Endpoint::InstallationRepos), 1);
-    assert_eq!(w.gh.count(Endpoint::Graphql), 1, "three heads in one query");
-    assert_eq!(w.gh.total_requests(), 2);
+    assert_eq!(w.gh.count(Endpoint::InstallationRepos), 0);
+    assert_eq!(
+        w.gh.count(Endpoint::Graphql),
+        1,
+        "three repositories and their heads in one listing query (issue 23)"
+    );
+    assert_eq!(w.gh.total_requests(), 1);
     assert_eq!(w.row_versions().await, before, "no row written");
     let c = report.counts;
     assert_eq!(
@@ -51,9 +61,9 @@ async fn an_unchanged_repository_costs_no_per_repository_request_in_a_full_run()
             c.github_rest_requests,
             c.github_graphql_requests
         ),
-        (2, 1, 1)
+        (1, 0, 1)
     );
-    assert_eq!((c.github_rest_units, c.github_graphql_points), (1, 1));
+    assert_eq!((c.github_rest_units, c.github_graphql_points), (0, 1));
 }
 
 #[tokio::test]
@@ -82,48 +92,11 @@ async fn only_a_repository_whose_head_moved_goes_on_to_per_repository_work() {
 }
 
 #[tokio::test]
-async fn a_push_outside_the_docs_in_a_full_run_costs_the_batch_and_one_root_read() {
-    let w = synced_world(&["acme/a", "acme/b"]).await;
-    w.gh.push(
-        "acme/b",
-        &[Change::Put(
-            "src/main.rs".into(),
-            b"fn main() {}\n".to_vec(),
-        )],
-    );
-    let content = |rows: Vec<(String, String, String)>| -> Vec<(String, String, String)> {
-        rows.into_iter()
-            .filter(|(table, _, _)| table != "repos")
-            .collect()
-    };
-    let before = content(w.row_versions().await);
-    w.gh.reset_log();
-    let report = sync_all(&w.ws(), Trigger::Schedule).await.unwrap();
-    assert_eq!(report.status, RunStatus::Success);
-    assert_eq!(w.gh.count(Endpoint::InstallationRepos), 1);
-    assert_eq!(w.gh.count(Endpoint::Graphql), 1);
-    assert_eq!(w.gh.count(Endpoint::Branch), 0, "no REST head check");
-    assert_eq!(w.gh.count(Endpoint::Tree), 1, "the root level only");
-    assert_eq!(w.gh.total_requests(), 3, "{:?}", w.gh.requests());
-    assert_eq!(
-        content(w.row_versions().await),
-        before,
-        "no content row written, only the head"
-    );
-    assert_eq!(
-        w.repo_row("acme/b").await.tree_sha,
-        w.gh.head_tree("acme/b"),
-        "the new head is recorded"
-    );
-}
-
-/// A push that lands after the batch read the heads is not lost: its marker is newer than the
-/// instant the known head was read, so it stays for another pass, which reads the head again.
-#[tokio::test]
 async fn a_marker_set_after_the_batch_read_the_heads_survives_a_pass_from_the_known_head() {
     use shared::sync::coalescing::run_passes;
     use shared::sync::head_batch::{Scope, triage};
     use shared::sync::lock::{HeldLock, repo_key};
+    use shared::sync::repository::HeadRead;
     let w = synced_world(&["acme/a"]).await;
     w.gh.push(
         "acme/a",
@@ -131,7 +104,9 @@ async fn a_marker_set_after_the_batch_read_the_heads_survives_a_pass_from_the_kn
     );
     let ws = w.ws();
     let listing = ws.client.list_installation_repos().await.unwrap();
-    let t = triage(&ws, listing, Scope::FullRun).await.unwrap();
+    let t = triage(&ws, listing, Scope::FullRun, &Default::default())
+        .await
+        .unwrap();
     let repo = t.to_sync[0].clone();
     let known = t.known_head(&repo).expect("the batch read a head");
     // Another push and its webhook's marker, after the batch's read.
@@ -149,7 +124,7 @@ async fn a_marker_set_after_the_batch_read_the_heads_survives_a_pass_from_the_kn
         .unwrap()
         .unwrap();
     let mut counts = shared::sync::runs::RunCounts::default();
-    let passes = run_passes(&ws, &repo, lock, &mut counts, None, Some(known))
+    let passes = run_passes(&ws, &repo, lock, &mut counts, None, HeadRead::Known(known))
         .await
         .unwrap();
     assert_eq!(passes, 2, "the marker asked for a second pass");
@@ -216,7 +191,11 @@ async fn a_config_change_an_error_a_marker_or_no_row_always_syncs() {
     w.gh.reset_log();
     let report = sync_all(&w.ws(), Trigger::Schedule).await.unwrap();
     assert_eq!(report.counts.repos_unchanged, 0);
-    assert_eq!(w.gh.count(Endpoint::Graphql), 0, "nothing to ask GraphQL");
+    assert_eq!(
+        w.gh.count(Endpoint::Graphql),
+        1,
+        "the listing only: no head to ask about"
+    );
     // Same trees: each re-plans from the listings it stored (the new fingerprint's plan), no
     // tree is read again.
     assert_eq!(w.gh.count(Endpoint::Tree), 0);
@@ -294,6 +273,7 @@ async fn partial_data_another_type_or_bad_oids_fall_back_for_that_repository_onl
     ] {
         let w = synced_world(&["acme/a", "acme/b", "acme/c"]).await;
         let before = w.contents().await;
+        listed_over_rest(&w);
         w.gh.graphql_fault(fault, None);
         w.gh.reset_log();
         let report = sync_all(&w.ws(), Trigger::Schedule).await.unwrap();
@@ -316,6 +296,7 @@ async fn a_repository_graphql_cannot_resolve_is_a_transient_404_never_a_removal(
     let w = synced_world(&["acme/a", "acme/b"]).await;
     let before = w.contents().await;
     // GraphQL cannot resolve acme/b, and its REST head check 404s too (transiently).
+    listed_over_rest(&w);
     w.gh.graphql_fault(GraphqlFault::NotFound { index: 1 }, Some(1));
     w.gh.fault_on_path("/repos/acme/b/branches", Fault::Status(404), Some(1));
     w.gh.reset_log();
@@ -414,7 +395,11 @@ async fn a_drain_reads_waiting_heads_in_batches_and_only_passes_what_moved() {
         (report.counts.repos_unchanged, report.counts.repos_synced),
         (1, 1)
     );
-    assert_eq!(w.gh.count(Endpoint::Graphql), 1);
+    assert_eq!(
+        w.gh.count(Endpoint::Graphql),
+        2,
+        "the batch, then acme/b's probe at the head it read (its docs moved)"
+    );
     // acme/b's pass starts from the head the batch read: no REST head check at all.
     assert_eq!(w.gh.count(Endpoint::Branch), 0, "{:?}", w.gh.requests());
     assert_eq!(

@@ -3,6 +3,7 @@
 //! rule", "Scheduler", "Jobs and tenants"; decision "advisory locks, no queue").
 
 mod coalescing;
+mod floor;
 mod full;
 mod head_checks;
 mod jobs;
