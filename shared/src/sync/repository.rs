@@ -136,7 +136,11 @@ pub async fn sync_repository_from(
         return empty_repository(cx, &fp).await;
     };
     let same_fingerprint = stored.fingerprint.as_deref() == Some(fp.as_str());
-    let lookout = probe::lookout(pool, &stored, same_fingerprint, rules.docs_path).await?;
+    // A head read over REST was most likely asked for by hand: the root is read as before.
+    let lookout = match read {
+        HeadRead::Rest => None,
+        _ => probe::lookout(pool, &stored, same_fingerprint, rules.docs_path).await?,
+    };
     let probed = match read {
         HeadRead::Probe => probe::at_branch(client, repo, branch, lookout.as_ref()).await?,
         _ => None,
@@ -157,8 +161,7 @@ pub async fn sync_repository_from(
         persist::refresh_status(pool, repo, None, head.etag.as_deref()).await?;
         return Ok(unchanged(repo, stored.written_by_failed_run));
     }
-    // A head read over REST was most likely asked for by hand: the root is read as before.
-    if let Some(lookout) = lookout.as_ref().filter(|_| *read != HeadRead::Rest)
+    if let Some(lookout) = &lookout
         && moved_only(client, repo, &head, lookout).await?
     {
         // Issue 23: the plan's paths are as stored; only the head markers move.
