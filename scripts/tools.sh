@@ -8,6 +8,8 @@
 #   bash scripts/tools.sh --browser Chromium and chromedriver (Debian packages, apt-get) and
 #                                   axe-core (npm, pinned) in .tools/axe-core/: the console's
 #                                   real-browser tests (`console_browser`) and bench-console
+#   bash scripts/tools.sh --scanners detect-secrets (PyPI, pinned) in .tools/detect-secrets/: the
+#                                   independent oracle of the redaction tests
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +19,18 @@ if [ "${1:-}" = "--lambda" ]; then
   if ! need cargo-lambda; then
     echo "installing cargo-lambda: python3 -m pip install cargo-lambda (Python package)"
     python3 -m pip install --quiet cargo-lambda
+  fi
+  exit 0
+fi
+
+if [ "${1:-}" = "--scanners" ]; then
+  DETECT_SECRETS_VERSION=1.5.0
+  if ! .tools/detect-secrets/bin/detect-secrets --version 2>/dev/null | grep -qx "$DETECT_SECRETS_VERSION"; then
+    echo "installing detect-secrets $DETECT_SECRETS_VERSION into .tools/detect-secrets/ (python3 -m venv; pip, from PyPI)"
+    rm -rf .tools/detect-secrets
+    mkdir -p .tools
+    python3 -m venv .tools/detect-secrets
+    .tools/detect-secrets/bin/pip install --quiet "detect-secrets==$DETECT_SECRETS_VERSION"
   fi
   exit 0
 fi

@@ -76,6 +76,140 @@ pub mod code {
     pub const STORE_UNAVAILABLE: &str = "store_unavailable";
 }
 
+/// Why the lane refused what a request carries (`400` or `413`): every refusal of the lane has its
+/// stable code (contract "Refusals"; the metadata lane's `400` and `413` keep none, as its spec
+/// says). Three kinds, for what a client does next ([`Refusal::remedy`]): bytes damaged on the way
+/// (send the segment again), a segment over the caps (cut it again under the caps the hello-ack
+/// gives), and anything else the same request would meet again (set the file aside).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Refusal {
+    /// The body is not one JSON object without duplicate keys.
+    InvalidJson,
+    /// A required field is missing or of the wrong type (the message names it).
+    InvalidRequest,
+    InvalidComputeTargetId,
+    InvalidSessionId,
+    InvalidFileId,
+    InvalidGeneration,
+    InvalidOffset,
+    /// `sourceBytes`, `decodedBytes` or `compressedBytes` out of range.
+    InvalidLength,
+    InvalidSha256,
+    InvalidUploadId,
+    /// A read route's query parameter: unknown, given twice, missing or out of range.
+    InvalidParameter,
+    /// A read route's cursor: not one the route gave, or of an older generation.
+    InvalidCursor,
+    /// `413`: an intent's or a complete's body over [`MAX_INTENT_BODY_BYTES`].
+    BodyTooLarge,
+    /// `413`: a segment's claim over the caps, or an upload's body over [`MAX_SEGMENT_BYTES`].
+    SegmentTooLarge,
+    /// `413`: the `lines` route on a file over [`MAX_LINES_FILE_BYTES`] decoded (read its
+    /// segments).
+    FileTooLarge,
+    /// `413`: one line over the `lines` page's cap.
+    LineTooLarge,
+    /// `413`: a session with more files or segments than one listing answers.
+    ListingTooLarge,
+    /// The bytes are not `compressedBytes` long.
+    LengthMismatch,
+    /// The bytes' SHA-256 is not the intent's.
+    ChecksumMismatch,
+    /// The bytes are not one zstd frame.
+    SegmentNotZstd,
+    /// The frame does not decompress to exactly `decodedBytes`.
+    DecodedLengthMismatch,
+}
+
+/// What a client does about a [`Refusal`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Remedy {
+    /// The bytes were damaged on the way: the same segment, sent again, can succeed.
+    SendAgain,
+    /// The segment is over the server's caps: cut it again under the caps of a fresh hello-ack.
+    Recut,
+    /// The same request would be refused again: set the file aside.
+    SetAside,
+}
+
+impl Refusal {
+    pub const ALL: [Refusal; 21] = [
+        Refusal::InvalidJson,
+        Refusal::InvalidRequest,
+        Refusal::InvalidComputeTargetId,
+        Refusal::InvalidSessionId,
+        Refusal::InvalidFileId,
+        Refusal::InvalidGeneration,
+        Refusal::InvalidOffset,
+        Refusal::InvalidLength,
+        Refusal::InvalidSha256,
+        Refusal::InvalidUploadId,
+        Refusal::InvalidParameter,
+        Refusal::InvalidCursor,
+        Refusal::BodyTooLarge,
+        Refusal::SegmentTooLarge,
+        Refusal::FileTooLarge,
+        Refusal::LineTooLarge,
+        Refusal::ListingTooLarge,
+        Refusal::LengthMismatch,
+        Refusal::ChecksumMismatch,
+        Refusal::SegmentNotZstd,
+        Refusal::DecodedLengthMismatch,
+    ];
+
+    /// The stable `error.code`.
+    pub fn code(self) -> &'static str {
+        match self {
+            Self::InvalidJson => "invalid_json",
+            Self::InvalidRequest => "invalid_request",
+            Self::InvalidComputeTargetId => "invalid_compute_target_id",
+            Self::InvalidSessionId => "invalid_session_id",
+            Self::InvalidFileId => "invalid_file_id",
+            Self::InvalidGeneration => "invalid_generation",
+            Self::InvalidOffset => "invalid_offset",
+            Self::InvalidLength => "invalid_length",
+            Self::InvalidSha256 => "invalid_sha256",
+            Self::InvalidUploadId => "invalid_upload_id",
+            Self::InvalidParameter => "invalid_parameter",
+            Self::InvalidCursor => "invalid_cursor",
+            Self::BodyTooLarge => "body_too_large",
+            Self::SegmentTooLarge => "segment_too_large",
+            Self::FileTooLarge => "file_too_large",
+            Self::LineTooLarge => "line_too_large",
+            Self::ListingTooLarge => "listing_too_large",
+            Self::LengthMismatch => "length_mismatch",
+            Self::ChecksumMismatch => "checksum_mismatch",
+            Self::SegmentNotZstd => "segment_not_zstd",
+            Self::DecodedLengthMismatch => "decoded_length_mismatch",
+        }
+    }
+
+    /// `413` for what is too large, `400` for the rest.
+    pub fn status(self) -> u16 {
+        match self {
+            Self::BodyTooLarge
+            | Self::SegmentTooLarge
+            | Self::FileTooLarge
+            | Self::LineTooLarge
+            | Self::ListingTooLarge => 413,
+            _ => 400,
+        }
+    }
+
+    /// The refusal a code names (`None`: a code this client does not know).
+    pub fn from_code(code: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.code() == code)
+    }
+
+    pub fn remedy(self) -> Remedy {
+        match self {
+            Self::LengthMismatch | Self::ChecksumMismatch => Remedy::SendAgain,
+            Self::SegmentTooLarge => Remedy::Recut,
+            _ => Remedy::SetAside,
+        }
+    }
+}
+
 /// Whether `id` is a valid `fileId` (contract "Identity and offsets").
 pub fn valid_file_id(id: &str) -> bool {
     !id.is_empty()
@@ -89,6 +223,22 @@ pub fn valid_file_id(id: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_refusal_has_its_own_code_and_reads_back_from_it() {
+        let mut codes: Vec<&str> = Refusal::ALL.iter().map(|r| r.code()).collect();
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), Refusal::ALL.len(), "codes are unique");
+        for r in Refusal::ALL {
+            assert_eq!(Refusal::from_code(r.code()), Some(r));
+            assert!(matches!(r.status(), 400 | 413));
+        }
+        assert_eq!(Refusal::from_code("nope"), None);
+        assert_eq!(Refusal::ChecksumMismatch.remedy(), Remedy::SendAgain);
+        assert_eq!(Refusal::SegmentTooLarge.remedy(), Remedy::Recut);
+        assert_eq!(Refusal::InvalidFileId.remedy(), Remedy::SetAside);
+    }
 
     #[test]
     fn file_ids_are_names_never_paths() {

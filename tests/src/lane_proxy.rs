@@ -25,6 +25,12 @@ pub enum PathFault {
     Fail = 1,
     /// Hold the request without an answer until the client abandons it (or the fault is lifted).
     Stall = 2,
+    /// Flip one byte of the next request's body on the way (bytes damaged in transit), forward
+    /// it, then pass.
+    CorruptOnce = 3,
+    /// Answer `400` with the code given to [`LaneFaultProxy::refuse_with`], without asking the
+    /// server (a refusal the client cannot provoke itself).
+    Refuse = 4,
 }
 
 #[derive(Clone)]
@@ -35,6 +41,7 @@ struct Shared {
     faulted: Arc<AtomicUsize>,
     forwarded: Arc<AtomicUsize>,
     release: Arc<Notify>,
+    refusal: Arc<std::sync::Mutex<String>>,
     http: reqwest::Client,
 }
 
@@ -55,6 +62,7 @@ impl LaneFaultProxy {
             faulted: Arc::new(AtomicUsize::new(0)),
             forwarded: Arc::new(AtomicUsize::new(0)),
             release: Arc::new(Notify::new()),
+            refusal: Arc::new(std::sync::Mutex::new(String::new())),
             http: reqwest::Client::builder()
                 .redirect(reqwest::redirect::Policy::none())
                 .build()
@@ -82,6 +90,14 @@ impl LaneFaultProxy {
         }
     }
 
+    /// Refuse requests under the prefix with `400` and `code` from now on.
+    pub fn refuse_with(&self, code: &str) {
+        if let Ok(mut c) = self.shared.refusal.lock() {
+            *c = code.to_owned();
+        }
+        self.set(PathFault::Refuse);
+    }
+
     /// Requests under the prefix failed or stalled so far.
     pub fn faulted(&self) -> usize {
         self.shared.faulted.load(Ordering::SeqCst)
@@ -107,8 +123,29 @@ async fn serve(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
+    let mut body = body;
     if uri.path().starts_with(&shared.prefix) {
         match shared.fault.load(Ordering::SeqCst) {
+            3 if !body.is_empty() => {
+                shared.faulted.fetch_add(1, Ordering::SeqCst);
+                shared.fault.store(PathFault::Pass as u8, Ordering::SeqCst);
+                let mut damaged = body.to_vec();
+                let at = damaged.len() / 2;
+                damaged[at] ^= 0x01;
+                body = Bytes::from(damaged);
+            }
+            4 => {
+                shared.faulted.fetch_add(1, Ordering::SeqCst);
+                let code = shared.refusal.lock().map(|c| c.clone()).unwrap_or_default();
+                let body = serde_json::json!({"success": false,
+                    "error": {"message": "refused by the proxy", "code": code}});
+                return (
+                    StatusCode::BAD_REQUEST,
+                    [("content-type", "application/json")],
+                    body.to_string(),
+                )
+                    .into_response();
+            }
             1 => {
                 shared.faulted.fetch_add(1, Ordering::SeqCst);
                 let body =

@@ -18,6 +18,7 @@ pub mod redaction_corpus;
 pub mod rows;
 pub mod s3;
 pub mod s3_front;
+pub mod scanner;
 pub mod search_plan;
 pub mod sqs;
 pub mod transcripts;

@@ -54,6 +54,8 @@ pub struct Planted {
     pub rule: &'static str,
     pub secret: String,
     pub line: String,
+    /// How the text around the secret was printed ([`Shape::name`]; `plain` for [`planted`]).
+    pub shape: &'static str,
 }
 
 /// A secret of `rule`, variant `k`; `None` for a rule this generator does not know.
@@ -105,6 +107,7 @@ pub fn secret(rule: &str, r: &mut Rng, k: usize) -> Option<String> {
         ),
         "google-api-key" => format!("AIzaSy{}", r.chars(URLSAFE, 33)),
         "twilio-key" => format!("{}{}", ["AC", "SK"][k % 2], r.chars(HEX, 32)),
+        "twilio-auth-token" => r.chars(HEX, 32),
         "sendgrid-api-key" => format!("SG.{}.{}", r.chars(URLSAFE, 22), r.chars(URLSAFE, 43)),
         "supabase-token" => match k % 3 {
             2 => format!("sb_secret_{}", r.chars(URLSAFE, 32)),
@@ -181,6 +184,17 @@ fn context(rule: &str, s: &str, r: &mut Rng, k: usize) -> String {
             "project_id": format!("proj-{}", r.chars(DIGITS, 5)), "private_key_id": s,
             "client_email": "sync@proj.iam.gserviceaccount.com", "client_id": r.chars(DIGITS, 21)}))
         .unwrap_or_default(),
+        "twilio-auth-token" => {
+            let sid = format!("AC{}", r.chars(HEX, 32));
+            [
+                format!("client = Client(\"{sid}\", \"{s}\")"),
+                format!("curl -u {sid}:{s} https://api.twilio.com/2010-04-01/Accounts.json"),
+                format!("TWILIO_ACCOUNT_SID={sid}\nTWILIO_AUTH_TOKEN={s}\n"),
+                format!("const client = twilio('{sid}', '{s}');"),
+                format!("twilio:\n  account_sid: {sid}\n  auth_token: {s}\n"),
+            ][v]
+                .clone()
+        }
         "url-credentials" => [
             format!("DATABASE_URL=postgres://app:{s}@{host}/app"),
             format!("git clone https://oauth2:{s}@gitlab.example.com/team/repo.git"),
@@ -267,7 +281,226 @@ pub fn planted<'a>(
                 rule: id,
                 secret,
                 line,
+                shape: "plain",
             });
+        }
+    }
+    (out, unknown)
+}
+
+/// How a tool prints the text it read, ran or wrote (issue 31: a secret survives rendering).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shape {
+    /// A file-reading tool's listing: `     12→line`.
+    ReadArrow,
+    /// `cat -n`: `    12\tline`.
+    ReadTab,
+    /// A JSON document inside a string (a `.jsonl` read, a request body logged): escaped twice.
+    EscapedJson,
+    /// Each line behind a log prefix.
+    LogLines,
+    /// The text as a string literal in code an edit or write tool shows (`\n` escapes).
+    CodeLiteral,
+    /// A Markdown table, a line per row.
+    Table,
+    /// A YAML block scalar (`run: |`).
+    YamlBlock,
+    /// A URL path segment (`/bot<token>/sendMessage` for a Telegram token).
+    UrlPath,
+    /// A query string value.
+    QueryString,
+    /// `curl -u user:<secret>` and `https://user:<secret>@host`.
+    BasicAuth,
+    /// A line of an env file among others.
+    EnvFile,
+}
+
+impl Shape {
+    pub const ALL: [Shape; 11] = [
+        Shape::ReadArrow,
+        Shape::ReadTab,
+        Shape::EscapedJson,
+        Shape::LogLines,
+        Shape::CodeLiteral,
+        Shape::Table,
+        Shape::YamlBlock,
+        Shape::UrlPath,
+        Shape::QueryString,
+        Shape::BasicAuth,
+        Shape::EnvFile,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Shape::ReadArrow => "read-arrow",
+            Shape::ReadTab => "read-tab",
+            Shape::EscapedJson => "escaped-json",
+            Shape::LogLines => "log-lines",
+            Shape::CodeLiteral => "code-literal",
+            Shape::Table => "table",
+            Shape::YamlBlock => "yaml-block",
+            Shape::UrlPath => "url-path",
+            Shape::QueryString => "query-string",
+            Shape::BasicAuth => "basic-auth",
+            Shape::EnvFile => "env-file",
+        }
+    }
+
+    /// Whether the shape wraps a whole snippet (any rule) or places a bare secret (a secret
+    /// whose format alone names it).
+    fn wraps(self) -> bool {
+        !matches!(
+            self,
+            Shape::UrlPath | Shape::QueryString | Shape::BasicAuth | Shape::EnvFile
+        )
+    }
+}
+
+/// Rules whose secret needs the words around it (a name, a header, a scheme) to be one.
+fn needs_context(rule: &str) -> bool {
+    matches!(
+        rule,
+        "aws-secret-access-key"
+            | "gcp-service-account"
+            | "url-credentials"
+            | "basic-auth"
+            | "bearer-token"
+            | "generic-secret"
+            | "private-key"
+            | "twilio-auth-token"
+    )
+}
+
+fn numbered(text: &str, sep: &str) -> String {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| format!("{:>6}{sep}{l}", i + 1))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `snippet` (text holding `secret`, a secret of `rule`) as `shape` prints it; `None` where the
+/// shape places a bare secret and the rule's secret is no secret without its words.
+fn render(shape: Shape, rule: &str, secret: &str, snippet: &str, r: &mut Rng) -> Option<String> {
+    if !shape.wraps() && needs_context(rule) {
+        return None;
+    }
+    let file = format!("// settings\nimport os\n{snippet}\nexport default config;");
+    Some(match shape {
+        Shape::ReadArrow => numbered(&file, "→"),
+        Shape::ReadTab => numbered(&file, "\t"),
+        Shape::EscapedJson => json!({"path": "logs/request.jsonl",
+            "body": json!({"settings": {"value": snippet, "retries": 3}}).to_string()})
+        .to_string(),
+        Shape::LogLines => snippet
+            .lines()
+            .enumerate()
+            .map(|(i, l)| {
+                format!(
+                    "2026-12-01T10:00:0{}.{:03}Z DEBUG app::config: {l}",
+                    i % 10,
+                    r.below(1000)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Shape::CodeLiteral => format!(
+            "const SAMPLE = {};\nconsole.log(SAMPLE.length);",
+            serde_json::to_string(snippet).unwrap_or_default()
+        ),
+        Shape::Table => {
+            let rows: Vec<String> = snippet
+                .lines()
+                .enumerate()
+                .map(|(i, l)| format!("| {} | {} |", i + 1, l.replace('|', "\\|")))
+                .collect();
+            format!("| # | line |\n|---|---|\n{}", rows.join("\n"))
+        }
+        Shape::YamlBlock => format!(
+            "jobs:\n  deploy:\n    steps:\n      - run: |\n{}",
+            snippet
+                .lines()
+                .map(|l| format!("          {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
+        Shape::UrlPath if rule == "telegram-bot-token" => format!(
+            "POST https://api.telegram.org/bot{secret}/sendMessage\nDEBUG:urllib3.connectionpool:https://api.telegram.org:443 \"POST /bot{secret}/getUpdates?timeout=30 HTTP/1.1\" 200 None"
+        ),
+        Shape::UrlPath => format!(
+            "GET https://api.example.com/v1/keys/{secret}/usage HTTP/1.1\n> Host: api.example.com\n< HTTP/1.1 200 OK"
+        ),
+        Shape::QueryString => format!(
+            "2026-12-01 10:00:00,123 DEBUG https://api.example.com:443 \"GET /v1/data?k={secret}&page=2 HTTP/1.1\" 200 512"
+        ),
+        Shape::BasicAuth => format!(
+            "curl -sS -u deploy:{secret} https://ci.example.com/api/json\ngit clone https://x-access-token:{secret}@github.com/acme/app.git"
+        ),
+        Shape::EnvFile => format!(
+            "# .env.production\nNODE_ENV=production\nSERVICE_CREDENTIAL={secret}\nPORT=8080\n"
+        ),
+    })
+}
+
+/// Tool call ids as Claude Code writes them (`toolu_01` and 22 base62 characters), a few reused:
+/// the independent scanner takes them for high-entropy strings, and each one it reports is
+/// documented (tests/fixtures/redaction/detect-secrets-accepted.json).
+pub const TOOL_IDS: [&str; 3] = [
+    "toolu_01A09q90qw90lq917835lq9a",
+    "toolu_01XJ8mV2nKcQhVz5bEwT3pLd",
+    "toolu_016YxwPq4sZ2gHb9cN7rT1Ue",
+];
+
+/// Where a rendered text goes in a transcript: a file read's result, a command's output, a
+/// written file, a message.
+fn shaped_line(shape: Shape, text: &str, r: &mut Rng, k: usize) -> Value {
+    let uuid = uuid(r);
+    let tool_id = TOOL_IDS[k % TOOL_IDS.len()];
+    match shape {
+        Shape::ReadArrow | Shape::ReadTab => json!({"type": "user", "uuid": uuid,
+            "message": {"role": "user", "content": [{"type": "tool_result",
+                "tool_use_id": tool_id, "content": text}]},
+            "toolUseResult": {"type": "text", "file": {"filePath": "/home/dev/app/config.ts",
+                "numLines": text.lines().count()}}}),
+        Shape::CodeLiteral => json!({"type": "assistant", "uuid": uuid, "message": {"content": [
+            {"type": "tool_use", "id": tool_id, "name": "Write",
+             "input": {"file_path": "/home/dev/app/sample.ts", "content": text}}]}}),
+        _ => transcript_line(text, k, r),
+    }
+}
+
+/// Every rule of `rules` in every [`Shape`] that can hold its secret, the context around the
+/// secret varied (`variants` per rule and shape); rules the generator does not know are in the
+/// second list.
+pub fn rendered<'a>(
+    rules: impl IntoIterator<Item = &'a str>,
+    seed: u64,
+    variants: usize,
+) -> (Vec<Planted>, Vec<String>) {
+    let mut r = Rng(seed);
+    let (mut out, mut unknown) = (Vec::new(), Vec::new());
+    for rule in rules {
+        let Some(id) = syncplane_agent::redact::rule_ids().find(|id| *id == rule) else {
+            unknown.push(rule.to_owned());
+            continue;
+        };
+        for shape in Shape::ALL {
+            for k in 0..variants {
+                let Some(secret) = secret(id, &mut r, k) else {
+                    unknown.push(rule.to_owned());
+                    return (out, unknown);
+                };
+                let snippet = context(id, &secret, &mut r, k);
+                let Some(text) = render(shape, id, &secret, &snippet, &mut r) else {
+                    break;
+                };
+                out.push(Planted {
+                    rule: id,
+                    line: shaped_line(shape, &text, &mut r, k).to_string(),
+                    secret,
+                    shape: shape.name(),
+                });
+            }
         }
     }
     (out, unknown)
@@ -284,16 +517,37 @@ fn hide(line: &str, secret: &str) -> String {
 }
 
 /// Whether `secret` survives anywhere in `line` (raw, or in any string decoded, or JSON-escaped
-/// inside a string).
+/// inside a string). A secret of several lines (a PEM block) survives when any of its lines of
+/// 16 characters or more does, whatever a tool printed around them.
 pub fn survives(line: &str, secret: &str) -> bool {
-    let escaped = serde_json::to_string(secret).unwrap_or_default();
-    let escaped = escaped.trim_matches('"');
     let mut all = vec![line.to_owned()];
     if let Ok(v) = serde_json::from_str::<Value>(line) {
         strings(&v, &mut all);
+        // A JSON document inside a string, decoded once more.
+        for s in all.clone() {
+            if let Ok(inner) = serde_json::from_str::<Value>(&s) {
+                strings(&inner, &mut all);
+            }
+        }
     }
-    all.iter()
-        .any(|s| s.contains(secret) || s.contains(escaped))
+    pieces(secret).iter().any(|piece| {
+        let escaped = serde_json::to_string(piece).unwrap_or_default();
+        let escaped = escaped.trim_matches('"');
+        all.iter().any(|s| s.contains(piece) || s.contains(escaped))
+    })
+}
+
+/// The parts of `secret` that must not survive: itself, or for several lines each line of 16
+/// characters or more but the PEM armour.
+pub fn pieces(secret: &str) -> Vec<&str> {
+    if !secret.contains('\n') {
+        return vec![secret];
+    }
+    secret
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.len() >= 16 && !l.starts_with("-----"))
+        .collect()
 }
 
 fn strings(v: &Value, out: &mut Vec<String>) {

@@ -3,6 +3,7 @@
 //! routes: `crate::ingest::error`); the worker decides on it for an S3 notification.
 
 use super::position::FileState;
+use super::segment::Mismatch;
 use super::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
@@ -20,10 +21,10 @@ pub enum ArchiveError {
     /// The intent ran out before it was completed (`410 upload_expired`).
     #[error("the upload intent expired")]
     UploadExpired,
-    /// What is stored is not what the intent said (`400`; the object was deleted, nothing was
-    /// recorded). The text says which check failed, never the bytes.
+    /// What is stored is not what the intent said (`400` with the check's code; the object was
+    /// deleted, nothing was recorded).
     #[error("stored segment rejected: {0}")]
-    BadSegment(&'static str),
+    BadSegment(Mismatch),
     /// The object store failed (`503 store_unavailable`); the detail is in the error.
     #[error(transparent)]
     Store(StoreError),

@@ -13,7 +13,7 @@ use sqlx::PgPool;
 
 use super::error::ArchiveError;
 pub use super::position::FileState;
-use super::segment::{self, Claim};
+use super::segment::{self, Claim, Mismatch};
 use super::store::{Store, StoreError};
 
 /// A transcript file's name: org, compute target, session, file.
@@ -239,28 +239,26 @@ pub async fn complete(
 
 /// Read the object back and verify it; a mismatch deletes it.
 async fn verify_stored(store: &Store, up: &Upload) -> Result<(), ArchiveError> {
-    let verdict = match store.get(&up.object_key, up.claim.compressed_bytes).await {
-        Ok(None) => return Err(ArchiveError::UploadMissing),
-        Ok(Some(bytes)) => {
-            let claim = up.claim;
-            tokio::task::spawn_blocking(move || segment::verify(&bytes, &claim))
-                .await
-                .map_err(|e| StoreError::Unavailable(format!("verify task failed: {e}")))?
-                .map_err(|m| {
-                    tracing::info!(upload = %up.id, problem = %m, "stored segment rejected");
-                    m.to_string()
-                })
-        }
-        Err(StoreError::TooLarge { .. }) => Err("length is not compressedBytes".to_owned()),
-        Err(e) => return Err(e.into()),
-    };
-    if verdict.is_err() {
+    let verdict: Result<(), Mismatch> =
+        match store.get(&up.object_key, up.claim.compressed_bytes).await {
+            Ok(None) => return Err(ArchiveError::UploadMissing),
+            Ok(Some(bytes)) => {
+                let claim = up.claim;
+                tokio::task::spawn_blocking(move || segment::verify(&bytes, &claim))
+                    .await
+                    .map_err(|e| StoreError::Unavailable(format!("verify task failed: {e}")))?
+                    .inspect_err(|m| {
+                        tracing::info!(upload = %up.id, problem = %m, "stored segment rejected");
+                    })
+            }
+            Err(StoreError::TooLarge { .. }) => Err(Mismatch::Length),
+            Err(e) => return Err(e.into()),
+        };
+    if let Err(m) = verdict {
         if let Err(e) = store.delete(&up.object_key).await {
             tracing::warn!(upload = %up.id, error = %e, "rejected segment not deleted");
         }
-        return Err(ArchiveError::BadSegment(
-            "what is stored is not what the intent said",
-        ));
+        return Err(ArchiveError::BadSegment(m));
     }
     Ok(())
 }

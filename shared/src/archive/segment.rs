@@ -8,7 +8,7 @@ use std::io::Read;
 
 use sha2::{Digest, Sha256};
 use syncplane_contract::transcripts::{
-    MAX_SEGMENT_BYTES, MAX_SEGMENT_DECODED_BYTES, MAX_SEGMENT_SOURCE_BYTES,
+    MAX_SEGMENT_BYTES, MAX_SEGMENT_DECODED_BYTES, MAX_SEGMENT_SOURCE_BYTES, Refusal,
 };
 
 /// The decoder's window at most: 2^24 bytes, the decoded cap (a frame that asks for more is
@@ -48,6 +48,18 @@ pub enum Mismatch {
     NotZstd,
     #[error("does not decompress to exactly decodedBytes")]
     Decoded,
+}
+
+impl Mismatch {
+    /// The lane's refusal for it (`400` with its code).
+    pub fn refusal(self) -> Refusal {
+        match self {
+            Self::Length => Refusal::LengthMismatch,
+            Self::Checksum => Refusal::ChecksumMismatch,
+            Self::NotZstd => Refusal::SegmentNotZstd,
+            Self::Decoded => Refusal::DecodedLengthMismatch,
+        }
+    }
 }
 
 impl Claim {

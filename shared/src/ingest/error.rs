@@ -4,6 +4,7 @@
 
 use http::StatusCode;
 use syncplane_contract::code;
+use syncplane_contract::transcripts::Refusal;
 use syncplane_contract::transcripts::code as transcripts;
 
 use crate::http::HttpError;
@@ -63,11 +64,23 @@ pub enum IngestError {
     /// Transcript lane: the object store failed; the detail was logged where it happened.
     #[error("the transcript store is unavailable, retry later")]
     StoreUnavailable,
+    /// Transcript lane: what the request carries is refused, `400` or `413` with the lane's own
+    /// code ([`Refusal`]); the message says what was wrong (never an internal detail).
+    #[error("{message}")]
+    Refused { refusal: Refusal, message: String },
 }
 
 impl IngestError {
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::BadRequest(message.into())
+    }
+
+    /// A transcript lane refusal with its code.
+    pub fn refused(refusal: Refusal, message: impl Into<String>) -> Self {
+        Self::Refused {
+            refusal,
+            message: message.into(),
+        }
     }
 
     pub fn status(&self) -> StatusCode {
@@ -87,6 +100,9 @@ impl IngestError {
             Self::OffsetMismatch { .. } | Self::UploadMissing => StatusCode::CONFLICT,
             Self::UploadExpired => StatusCode::GONE,
             Self::StoreUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Refused { refusal, .. } => {
+                StatusCode::from_u16(refusal.status()).unwrap_or(StatusCode::BAD_REQUEST)
+            }
         }
     }
 
@@ -111,6 +127,7 @@ impl IngestError {
             Self::UploadMissing => Some(transcripts::UPLOAD_MISSING),
             Self::UploadExpired => Some(transcripts::UPLOAD_EXPIRED),
             Self::StoreUnavailable => Some(transcripts::STORE_UNAVAILABLE),
+            Self::Refused { refusal, .. } => Some(refusal.code()),
         }
     }
 }
@@ -177,6 +194,16 @@ mod tests {
             Some("chunk_out_of_sequence")
         );
         assert_eq!(IngestError::IngestionFailed.status(), 500);
+    }
+
+    #[test]
+    fn every_transcript_refusal_carries_its_status_and_code() {
+        for r in Refusal::ALL {
+            let e = IngestError::refused(r, "why");
+            assert_eq!(e.status().as_u16(), r.status());
+            assert_eq!(e.code(), Some(r.code()));
+            assert_eq!(e.to_string(), "why");
+        }
     }
 
     #[test]

@@ -2,7 +2,8 @@
 //! generated corpora of `syncplane_tests::redaction_corpus`: CPU per MB for redaction alone and
 //! for redaction plus zstd level 3 (segments as the transcript lane makes them; target ≤ 20 ms/MB
 //! together), the share of ordinary lines changed (target ≤ 0.1%), planted secrets missed
-//! (target 0) and peak RSS (target ≤ 64 MiB). Figures, not a test.
+//! (target 0: plain placements and every shape of `redaction_corpus::rendered`) and peak RSS
+//! (target ≤ 64 MiB). Figures, not a test.
 //!
 //! The ordinary corpus is written to a temporary file first and streamed line by line, as the lane
 //! reads a transcript, so the peak RSS is redaction's (VmHWM is reset before the passes).
@@ -16,7 +17,7 @@ use std::time::Instant;
 
 use syncplane_agent::redact::{Redactor, rule_ids};
 use syncplane_tests::bench::{Row, print_table};
-use syncplane_tests::redaction_corpus::{ordinary_lines, planted, survives};
+use syncplane_tests::redaction_corpus::{ordinary_lines, planted, rendered, survives};
 
 /// What the lane puts in one segment at most before compressing it (well under the caps).
 const SEGMENT_BYTES: usize = 4 << 20;
@@ -135,7 +136,12 @@ fn main() -> std::io::Result<()> {
         }
         w.flush()?;
     }
-    let (secrets, unknown) = planted(ids.iter().copied(), seed, per_rule);
+    let (mut secrets, mut unknown) = planted(ids.iter().copied(), seed, per_rule);
+    // Every rule again in every shape tools print text in (issue 31), two contexts each.
+    let (shaped, unknown_shaped) = rendered(ids.iter().copied(), seed, 2);
+    let shaped_count = shaped.len();
+    secrets.extend(shaped);
+    unknown.extend(unknown_shaped);
     let generated_s = t.elapsed().as_secs_f64();
 
     // The corpus was built in memory and written out: hand its heap back, so what follows is the
@@ -198,7 +204,10 @@ fn main() -> std::io::Result<()> {
             share <= TARGET_CHANGED_SHARE,
         ),
         Row::info("ordinary hits by rule", format!("{hits:?}")),
-        Row::info("planted secrets", secrets.len()),
+        Row::info(
+            "planted secrets (plain + as tools render them)",
+            format!("{} + {shaped_count}", secrets.len() - shaped_count),
+        ),
         Row::check(
             "rules without a generator",
             format!("{unknown:?}"),

@@ -99,7 +99,8 @@ fn ingest_errors() -> Vec<IngestError> {
             | E::OffsetMismatch { .. }
             | E::UploadMissing
             | E::UploadExpired
-            | E::StoreUnavailable => {}
+            | E::StoreUnavailable
+            | E::Refused { .. } => {}
         }
     }
     all
@@ -119,6 +120,13 @@ fn transcript_errors() -> Vec<IngestError> {
         E::UploadExpired,
         E::StoreUnavailable,
     ]
+    .into_iter()
+    .chain(
+        syncplane_contract::transcripts::Refusal::ALL
+            .into_iter()
+            .map(|r| E::refused(r, "x")),
+    )
+    .collect()
 }
 
 #[test]

@@ -583,18 +583,21 @@ async fn the_segment_route_answers_the_stored_zstd_bytes_of_the_current_generati
         let r = a.get(&url).await;
         assert_eq!((r.status, r.code()), (404, Some("not_found")), "{url}");
     }
-    for bad in [
-        segment_url("s-1.jsonl", 0, 0),
-        format!(
-            "{}?computeTargetId={TARGET}&sessionId={SESSION}&fileId=s-1.jsonl&generation=2",
-            path::SEGMENT
+    for (bad, code) in [
+        (segment_url("s-1.jsonl", 0, 0), "invalid_parameter"),
+        (
+            format!(
+                "{}?computeTargetId={TARGET}&sessionId={SESSION}&fileId=s-1.jsonl&generation=2",
+                path::SEGMENT
+            ),
+            "invalid_parameter",
         ),
-        segment_url("..", 2, 0),
-        segment_url("a%2Fb", 2, 0),
-        segment_url("s-1.jsonl", 2, -1),
+        (segment_url("..", 2, 0), "invalid_file_id"),
+        (segment_url("a%2Fb", 2, 0), "invalid_file_id"),
+        (segment_url("s-1.jsonl", 2, -1), "invalid_parameter"),
     ] {
         let r = a.get(&bad).await;
-        assert_eq!((r.status, r.code()), (400, None), "{bad}: {}", r.body);
+        assert_eq!((r.status, r.code()), (400, Some(code)), "{bad}: {}", r.body);
     }
 }
 
@@ -661,19 +664,23 @@ async fn lines_are_the_files_decompressed_json_lines_paged_by_limit_with_an_opaq
     assert_eq!(pages[0].len(), 127);
     assert_eq!(pages.concat(), want);
 
-    for bad in [
-        "&limit=0",
-        "&limit=501",
-        "&limit=x",
-        "&cursor=nope",
-        "&cursor=",
-        "&page=2",
+    for (bad, code) in [
+        ("&limit=0", "invalid_parameter"),
+        ("&limit=501", "invalid_parameter"),
+        ("&limit=x", "invalid_parameter"),
+        ("&cursor=nope", "invalid_cursor"),
+        ("&cursor=", "invalid_cursor"),
+        ("&page=2", "invalid_parameter"),
     ] {
         let r = a.get(&lines_url("s-1.jsonl", bad)).await;
-        assert_eq!((r.status, r.code()), (400, None), "{bad}: {}", r.body);
+        assert_eq!((r.status, r.code()), (400, Some(code)), "{bad}: {}", r.body);
     }
     let r = a.get(&lines_url("a%2F..", "")).await;
-    assert_eq!(r.status, 400, "a fileId is never a path");
+    assert_eq!(
+        (r.status, r.code()),
+        (400, Some("invalid_file_id")),
+        "a fileId is never a path"
+    );
 }
 
 #[tokio::test]
@@ -695,7 +702,7 @@ async fn a_page_holds_at_most_one_mebibyte_of_text() {
     let huge = jsonl(0, 1, MAX_LINES_PAGE_BYTES + 1);
     a.archive(a.org, TARGET, "huge.jsonl", 1, &[huge]).await;
     let r = a.get(&lines_url("huge.jsonl", "")).await;
-    assert_eq!((r.status, r.code()), (413, None));
+    assert_eq!((r.status, r.code()), (413, Some("line_too_large")));
 }
 
 #[tokio::test]
@@ -709,7 +716,12 @@ async fn a_file_over_64_mib_decoded_is_413_read_its_segments() {
         .await
         .unwrap();
     let r = a.get(&lines_url("s-1.jsonl", "")).await;
-    assert_eq!((r.status, r.code()), (413, None), "{}", r.body);
+    assert_eq!(
+        (r.status, r.code()),
+        (413, Some("file_too_large")),
+        "{}",
+        r.body
+    );
     sqlx::query("UPDATE transcript_files SET decoded_bytes = $1")
         .bind(MAX_LINES_FILE_BYTES as i64)
         .execute(&a.db.pool)
@@ -735,7 +747,7 @@ async fn a_cursor_of_an_older_generation_is_refused_after_a_rewrite() {
     let r = a
         .get(&lines_url("s-1.jsonl", &format!("&cursor={cursor}")))
         .await;
-    assert_eq!((r.status, r.code()), (400, None));
+    assert_eq!((r.status, r.code()), (400, Some("invalid_cursor")));
     let r = a.get(&lines_url("s-1.jsonl", "")).await;
     assert_eq!(
         r.data()["lines"].as_array().unwrap().len(),
@@ -1093,4 +1105,28 @@ fn the_contracts_examples_validate_against_the_openapi_schemas_of_the_transcript
         "/components/schemas/TranscriptLines",
         &json!({"nextCursor": "x"})
     ));
+}
+
+/// Issue 31 point 4: a session with more files than one listing answers is `413
+/// listing_too_large` (the read route's refusals each carry a code, as the device routes' do).
+#[tokio::test]
+async fn a_session_of_more_files_than_one_listing_answers_is_413_listing_too_large() {
+    let a = Archive::new().await;
+    sqlx::query(
+        "INSERT INTO transcript_files (org_id, compute_target_id, session_id, file_id, generation)
+         SELECT $1, $2, $3, 'f-' || n || '.jsonl', 1 FROM generate_series(1, 1001) n",
+    )
+    .bind(a.org)
+    .bind(TARGET)
+    .bind(SESSION)
+    .execute(&a.db.pool)
+    .await
+    .unwrap();
+    let r = a.get(&files_url(TARGET)).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (413, Some("listing_too_large")),
+        "{}",
+        r.body
+    );
 }

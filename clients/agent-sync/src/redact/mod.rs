@@ -23,6 +23,7 @@
 mod entropy;
 mod json;
 mod rules;
+mod view;
 
 use std::borrow::Cow;
 
@@ -31,6 +32,7 @@ use regex::Regex;
 use syncplane_contract::transcripts::REDACTED_PREFIX;
 
 use rules::{GCP_SERVICE_ACCOUNT, GENERIC_SECRET, Kw, PRIVATE_KEY, RULES};
+use view::{MAX_LEVELS, View};
 
 /// What redacting one JSON Lines line came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -205,12 +207,24 @@ impl Redactor {
     }
 
     /// One string with its secrets replaced; `None` when it has none. `key`: the object member's
-    /// key when the string is a member's value.
+    /// key when the string is a member's value. The string is searched as it is and, when it
+    /// holds escapes, as it reads once they are decoded ([`View`], up to [`MAX_LEVELS`]): a
+    /// secret rendered inside escaped text is found there and replaced here, escapes and all.
     fn redact_text(&self, text: &str, key: Option<&str>, counts: &mut Counts) -> Option<String> {
         let mut spans: Vec<(usize, usize, usize)> = Vec::new();
-        let mask = self.candidates(text);
-        for i in (0..RULES.len()).filter(|i| mask & (1u64 << i) != 0) {
-            self.spans(i, text, &mut spans);
+        self.find(text, &mut spans);
+        if text.contains('\\') {
+            let mut view = View::of(text);
+            for _ in 0..MAX_LEVELS {
+                let Some(v) = view else { break };
+                let mut found = Vec::new();
+                self.find(&v.text, &mut found);
+                spans.extend(found.into_iter().map(|(s, e, rule)| {
+                    let (s, e) = v.original(s, e);
+                    (s, e, rule)
+                }));
+                view = v.within();
+            }
         }
         if let Some(rule) = key.and_then(|k| self.by_key(k, text)) {
             spans.push((0, text.len(), rule));
@@ -221,11 +235,21 @@ impl Redactor {
         Some(replace(text, spans, counts))
     }
 
-    /// Where rule `i` finds a secret in `text`: (start, end, rule).
+    /// Every secret the candidate rules of `text` find in it.
+    fn find(&self, text: &str, spans: &mut Vec<(usize, usize, usize)>) {
+        let mask = self.candidates(text);
+        for i in (0..RULES.len()).filter(|i| mask & (1u64 << i) != 0) {
+            self.spans(i, text, spans);
+        }
+    }
+
+    /// Where rule `i` finds a secret in `text`: (start, end, rule). The secret is the rule's
+    /// group, or for a pattern of alternatives the first of its groups from there that took part.
     fn spans(&self, i: usize, text: &str, spans: &mut Vec<(usize, usize, usize)>) {
         let rule = &RULES[i];
         for caps in self.regexes[i].captures_iter(text) {
-            let Some(m) = caps.get(rule.group) else {
+            let Some(m) = (rule.group..caps.len().max(rule.group + 1)).find_map(|g| caps.get(g))
+            else {
                 continue;
             };
             if m.is_empty() || !entropy::passes(rule.check, text, m.start(), m.end()) {

@@ -77,6 +77,7 @@ use Kw::{Plain, Token, Word};
 pub(super) const PRIVATE_KEY: &str = "private-key";
 pub(super) const GCP_SERVICE_ACCOUNT: &str = "gcp-service-account";
 pub(super) const GENERIC_SECRET: &str = "generic-secret";
+pub(super) const TWILIO_AUTH_TOKEN: &str = "twilio-auth-token";
 
 /// The secret-looking names of the generic rule (an assignment's left side, a JSON object's key),
 /// shared by [`RULES`]'s last pattern and [`KEY_NAME`].
@@ -124,13 +125,40 @@ const TWILIO_KW: &[Kw] = &[
     Token("SKf"),
 ];
 
+/// What makes a 32-hex run worth a look as a Twilio auth token: the word, or an account SID.
+const TWILIO_TOKEN_KW: &[Kw] = &[
+    Word("twilio"),
+    Token("AC0"),
+    Token("AC1"),
+    Token("AC2"),
+    Token("AC3"),
+    Token("AC4"),
+    Token("AC5"),
+    Token("AC6"),
+    Token("AC7"),
+    Token("AC8"),
+    Token("AC9"),
+    Token("ACa"),
+    Token("ACb"),
+    Token("ACc"),
+    Token("ACd"),
+    Token("ACe"),
+    Token("ACf"),
+];
+
 /// The rules, highest priority first (at most 64: candidates are a bit set).
 pub(super) const RULES: &[Rule] = &[
-    // A PEM block, with its END line (headers and base64 between); a block cut short loses its body
-    // (a header alone, named in prose, is no key).
+    // A PEM block, with its END line (headers, base64, and whatever a tool printed between:
+    // line numbers, arrows, tabs); a block cut short loses its body, line by line, each line
+    // perhaps behind a line number (a header alone, named in prose, is no key).
     rule(
         PRIVATE_KEY,
-        r"-----BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----(?:[A-Za-z0-9+/=\s\\,:.-]*?-----END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)?-----|(?:\s|\\[nr])*[A-Za-z0-9+/=]{16,}[A-Za-z0-9+/=\s\\,:-]*)",
+        concat!(
+            r"-{4,5} ?BEGIN[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)? ?-{4,5}(?:",
+            r"(?s:.*?)-{4,5} ?END[A-Z0-9 ]{0,40}PRIVATE KEY(?: BLOCK)? ?-{4,5}",
+            r"|(?:(?:[ \t]*(?:\r?\n|\\[nr])+[ \t]*(?:[0-9]{1,7}(?:→|\t|[ ]?\||:)?[ \t]*)?)?[A-Za-z0-9+/=]{16,})+",
+            r")"
+        ),
         &[Plain("PRIVATE KEY")],
     ),
     rule(
@@ -210,6 +238,20 @@ pub(super) const RULES: &[Rule] = &[
         r"(?-u:\b)(?:AC|SK)[0-9a-f]{32}(?-u:\b)",
         TWILIO_KW,
     ),
+    // A Twilio auth token is 32 hex digits with no prefix: taken when an account SID or the word
+    // "twilio" stands near it, before or after (a client's two arguments, `curl -u SID:token`,
+    // an env file's neighbouring lines).
+    rule(
+        TWILIO_AUTH_TOKEN,
+        concat!(
+            r"(?:(?i:twilio)|(?-u:\b)AC[0-9a-f]{32})(?s:.{0,200}?)[^0-9A-Za-z]([0-9a-f]{32})(?-u:\b)",
+            r"|(?-u:\b)([0-9a-f]{32})(?-u:\b)(?s:.{0,200}?)(?-u:\b)AC[0-9a-f]{32}(?-u:\b)"
+        ),
+        TWILIO_TOKEN_KW,
+    )
+    .group(1)
+    .entropy(3.0)
+    .check(Check::LetterAndDigit),
     rule(
         "sendgrid-api-key",
         r"(?-u:\b)SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}",
@@ -220,11 +262,15 @@ pub(super) const RULES: &[Rule] = &[
         r"(?-u:\b)(?:sbp_[a-f0-9]{40}|sb_secret_[A-Za-z0-9_-]{20,})",
         &[Token("sbp_"), Token("sb_secret_")],
     ),
+    // A bot token: the bot's id, a colon and 35 characters; in a URL it follows `/bot` directly
+    // (`/bot123456789:AA.../sendMessage`), so no word boundary is asked before it, only that no
+    // digit is.
     rule(
         "telegram-bot-token",
-        r"(?-u:\b)[0-9]{8,10}:AA[A-Za-z0-9_-]{33}",
-        &[Plain(":AA")],
+        r"(?:^|[^0-9])([0-9]{8,10}:[A-Za-z0-9_-]{35})",
+        &[Plain(":AA"), Word("telegram"), Plain("/bot")],
     )
+    .group(1)
     .check(Check::EndsToken),
     rule(
         "npm-token",
@@ -272,12 +318,19 @@ pub(super) const RULES: &[Rule] = &[
     )
     .group(1)
     .check(Check::UrlPassword),
+    // An Authorization header's Basic credentials, or a command line's `user:password`
+    // (`curl -u`, `--user`) or `--password VALUE` (`--password=VALUE` is the generic rule's).
     rule(
         "basic-auth",
-        r#"(?i)authorization\\*["'\]]*\s*[:=]\s*\\*["']?basic\s+([A-Za-z0-9+/]{8,}={0,2})"#,
-        &[Word("basic")],
+        concat!(
+            r#"(?i)authorization\\*["'\]]*\s*[:=]\s*\\*["']?basic\s+([A-Za-z0-9+/]{8,}={0,2})"#,
+            r#"|(?:^|\s)(?:-u|--user|--proxy-user)(?:\s+|=)\\*["']?[^\s:"'@]{1,64}:([^\s"'@\\]{6,})"#,
+            r#"|(?:^|\s)--(?:http-|ftp-)?password\s+\\*["']?([^\s"'\\]{6,})"#
+        ),
+        &[Word("basic"), Plain("-u"), Word("--user"), Word("--proxy-user"), Word("password")],
     )
-    .group(1),
+    .group(1)
+    .check(Check::UrlPassword),
     rule(
         "bearer-token",
         r"(?i)(?-u:\b)bearer\s+([A-Za-z0-9._~+/=-]{16,})",
@@ -286,13 +339,18 @@ pub(super) const RULES: &[Rule] = &[
     .group(1)
     .entropy(3.0)
     .check(Check::LetterAndDigit),
-    // name = value, name: value, "name": "value", name => value (value alone goes).
+    // name = value, name: value, "name": "value", name => value, | name | value | (the value
+    // alone goes); and a name and its value as two members (`name: X` then `value: ...`, as
+    // Kubernetes, ECS and CI files list environment variables).
     rule(
         GENERIC_SECRET,
         concat!(
             r#"(?i)(?-u:\b)"#,
             secret_name!(),
-            r#"\\*["']?\s*(?::=|=>|=|:)\s*\\*["']?([!#$%&*+\-./0-9:=?@A-Z^_a-z|~]{8,})"#
+            r#"\\*["']?\s*(?::=|=>|=|:|\|)\s*\\*["']?([!#$%&*+\-./0-9:=?@A-Z^_a-z|~]{8,})"#,
+            r#"|(?-u:\b)name\\*["']?\s*[:=]\s*\\*["']?"#,
+            secret_name!(),
+            r#"\\*["']?\s*,?(?:\s|\\[nrt])*-?\s*\\*["']?value\\*["']?\s*[:=]\s*\\*["']?([!#$%&*+\-./0-9:=?@A-Z^_a-z|~]{8,})"#
         ),
         &[
             Word("passw"),

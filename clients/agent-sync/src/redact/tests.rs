@@ -74,6 +74,7 @@ fn plant(id: &str, r: &mut Rng, k: usize) -> (String, String) {
         ),
         "google-api-key" => format!("AIza{}", r.from(URLSAFE, 35)),
         "twilio-key" => format!("{}{}", r.pick(&["AC", "SK"]), r.hex(32)),
+        "twilio-auth-token" => r.hex(32),
         "sendgrid-api-key" => format!("SG.{}.{}", r.from(URLSAFE, 22), r.from(URLSAFE, 43)),
         "supabase-token" => format!("sbp_{}", r.hex(40)),
         "telegram-bot-token" => format!(
@@ -119,6 +120,17 @@ fn context(id: &str, s: &str, r: &mut Rng, k: usize) -> String {
             .clone(),
         "bearer-token" => format!("curl -H 'Authorization: Bearer {s}' https://api.example.com/v1"),
         "basic-auth" => format!("Authorization: Basic {s}"),
+        "twilio-auth-token" => {
+            let sid = format!("AC{}", r.hex(32));
+            [
+                format!("client = Client(\"{sid}\", \"{s}\")"),
+                format!("curl -u {sid}:{s} https://api.twilio.com/2010-04-01/Accounts"),
+                format!("TWILIO_ACCOUNT_SID={sid}\nTWILIO_AUTH_TOKEN={s}"),
+                format!("twilio:\n  token: {s}\n  sid: {sid}"),
+                format!("new Twilio('{s}') // for {sid}"),
+            ][k % 5]
+                .clone()
+        }
         "gcp-service-account" => serde_json::to_string_pretty(&json!({
             "type": "service_account", "project_id": "demo-1", "private_key_id": s,
             "client_email": "x@demo-1.iam.gserviceaccount.com"}))
@@ -376,4 +388,87 @@ fn redaction_is_deterministic_and_idempotent() {
         assert_eq!(redactor.redact_line(&line).text, once.as_str());
         assert_eq!(redactor.redact_line(&once).text, once.as_str(), "{id}");
     }
+}
+
+/// The three shapes a stranger's suite found leaking (issue 31): a Twilio auth token beside its
+/// account SID, a Telegram bot token in a URL path and in request logs, and a PEM block as a
+/// file-reading tool prints it (numbered lines, inside a JSON string with `\n` escapes).
+#[test]
+fn secrets_rendered_by_tools_in_unexpected_shapes_are_removed() {
+    let redactor = Redactor::new();
+    let mut r = Rng(31);
+    let sid = format!("AC{}", r.hex(32));
+    let twilio = r.hex(32);
+    let bot = format!("{}:AA{}", r.from("123456789", 10), r.from(URLSAFE, 33));
+    let body: Vec<String> = (0..6).map(|_| r.from(B64, 64)).collect();
+    let pem = format!(
+        "-----BEGIN RSA PRIVATE KEY-----\n{}\n-----END RSA PRIVATE KEY-----",
+        body.join("\n")
+    );
+    let numbered = |text: &str, arrow: &str| {
+        text.lines()
+            .enumerate()
+            .map(|(i, l)| format!("{:>6}{arrow}{l}", i + 1))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let read_result = |text: String| {
+        json!({"type": "user", "message": {"role": "user", "content": [{"type": "tool_result",
+            "tool_use_id": "toolu_01", "content": text}]}})
+        .to_string()
+    };
+    let cases: Vec<(&str, &str, String)> = vec![
+        (
+            "twilio-auth-token",
+            &twilio,
+            json!({"type": "assistant", "message": {"content": [{"type": "tool_use", "name": "Write",
+                "input": {"file_path": "/app/sms.py", "content": format!(
+                    "from twilio.rest import Client\n\nclient = Client(\"{sid}\", \"{twilio}\")\n")}}]}})
+            .to_string(),
+        ),
+        (
+            "twilio-auth-token",
+            &twilio,
+            line_with(&format!("curl -X POST https://api.twilio.com/2010-04-01/Accounts/{sid}/Messages.json -u {sid}:{twilio}"), 1),
+        ),
+        (
+            "telegram-bot-token",
+            &bot,
+            line_with(&format!("requests.post(\"https://api.telegram.org/bot{bot}/sendMessage\", data=payload)"), 1),
+        ),
+        (
+            "telegram-bot-token",
+            &bot,
+            line_with(&format!("DEBUG:urllib3.connectionpool:https://api.telegram.org:443 \"POST /bot{bot}/sendMessage HTTP/1.1\" 200 None\nDEBUG:urllib3.connectionpool:https://api.telegram.org:443 \"POST /bot{bot}/getUpdates?offset=1 HTTP/1.1\" 200 None"), 3),
+        ),
+        ("private-key", &body[2], read_result(numbered(&pem, "→"))),
+        ("private-key", &body[4], read_result(numbered(&pem, "\t"))),
+        (
+            "private-key",
+            &body[0],
+            // The same, inside a JSON document that is itself a string (a `cat` of a .jsonl).
+            line_with(&json!({"content": numbered(&pem, "→")}).to_string(), 3),
+        ),
+    ];
+    for (id, secret, line) in cases {
+        assert_gone(&redactor, id, secret, &line);
+        if id == "twilio-auth-token" {
+            assert_gone(&redactor, "twilio-key", &sid, &line);
+        }
+    }
+}
+
+#[test]
+fn a_token_after_an_escaped_line_break_in_escaped_text_is_found() {
+    let redactor = Redactor::new();
+    let token = format!("ghp_{}", Rng(5).alnum(36));
+    // A log that quotes JSON: the token follows `\n` written as two characters.
+    let text = json!({"msg": format!("first\nGITHUB_TOKEN\n{token}")}).to_string();
+    assert_gone(&redactor, "github-token", &token, &line_with(&text, 0));
+    assert_gone(
+        &redactor,
+        "github-token",
+        &token,
+        &line_with(&json!({"s": text}).to_string(), 0),
+    );
 }

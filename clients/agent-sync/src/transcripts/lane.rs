@@ -544,6 +544,15 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
             }
             LaneEffect::None => {}
         }
+        if effect.set_aside {
+            // Deterministic: the same segment of the same file would be refused again.
+            self.set_aside(&p.file(), Class::Deterministic, f.name(), now)?;
+            return Ok(Flushed::Done);
+        }
+        if effect.recut {
+            // Over the server's caps: its hello-ack is asked again before the next staging.
+            self.hello = None;
+        }
         if effect.reask && p.known {
             p.known = false;
             self.state.save(p)?;

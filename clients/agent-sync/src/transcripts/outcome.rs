@@ -7,7 +7,12 @@
 //! errors, the file is dead-lettered. `401` and `target_not_owned` are never counted. Contract,
 //! "The acknowledged offset is the truth": after a timeout, a 5xx or a lost answer the client asks
 //! for the file's state before sending again ([`Effect::reask`]); `409 offset_mismatch` carries
-//! the server's state, which the lane adopts ([`Failure::OffsetMismatch`]).
+//! the server's state, which the lane adopts ([`Failure::OffsetMismatch`]). Contract,
+//! "Refusals": every `400` and `413` of the lane carries a code ([`Refusal`]), and its remedy
+//! decides: bytes damaged on the way are sent again at once, a segment over the caps is cut again
+//! under a fresh hello-ack's caps, anything else is set aside at once (deterministic: the same
+//! request would be refused again). A `400` or `413` without a code we know (an older server)
+//! is counted against the validation budget, as before.
 //!
 //! [`Failure::effect`] is pure, so the whole table is tested at once.
 
@@ -16,6 +21,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use syncplane_contract::code;
 use syncplane_contract::transcripts::code as tcode;
+use syncplane_contract::transcripts::{Refusal, Remedy};
 
 use crate::answer::RetryAfter;
 
@@ -40,8 +46,12 @@ pub enum Failure {
     TranscriptsDisabled,
     /// `429`, with its `Retry-After`.
     RateLimited(Option<RetryAfter>),
-    /// `400` or `413`: the server refused what was sent.
-    Validation(u16),
+    /// `400` or `413`: the server refused what was sent, and why when it said so in a code this
+    /// client knows.
+    Refused {
+        status: u16,
+        refusal: Option<Refusal>,
+    },
     /// `409 offset_mismatch`: the server's state.
     OffsetMismatch(FileState),
     /// `409 upload_missing`: nothing stored under the intent's key yet.
@@ -107,8 +117,13 @@ pub struct Effect {
     pub budget: Option<Kind>,
     /// Ask the server's state before sending again (the request may have committed).
     pub reask: bool,
-    /// Ask a new intent at once (the upload URL or intent is spent), not counted.
+    /// Ask a new intent at once (the upload URL or intent is spent, or the bytes were damaged
+    /// on the way), not counted.
     pub reintent: bool,
+    /// Ask the hello-ack again before staging: the segment was over the server's caps.
+    pub recut: bool,
+    /// Set the file aside at once (deterministic: the same request would be refused again).
+    pub set_aside: bool,
     pub lane: LaneEffect,
 }
 
@@ -116,6 +131,8 @@ const NOTHING: Effect = Effect {
     budget: None,
     reask: false,
     reintent: false,
+    recut: false,
+    set_aside: false,
     lane: LaneEffect::None,
 };
 
@@ -145,7 +162,21 @@ impl Failure {
                 lane: LaneEffect::Wait,
                 ..counted(Kind::RateLimited, false)
             },
-            Self::Validation(_) => counted(Kind::Validation, false),
+            Self::Refused { refusal, .. } => match refusal.map(|r| r.remedy()) {
+                Some(Remedy::SendAgain) => Effect {
+                    reintent: true,
+                    ..NOTHING
+                },
+                Some(Remedy::Recut) => Effect {
+                    recut: true,
+                    ..counted(Kind::Validation, false)
+                },
+                Some(Remedy::SetAside) => Effect {
+                    set_aside: true,
+                    ..NOTHING
+                },
+                None => counted(Kind::Validation, false),
+            },
             Self::ServerFailure(_) => counted(Kind::ServerFailure, true),
             Self::Timeout => counted(Kind::Timeout, true),
             Self::TransportError => counted(Kind::TransportError, true),
@@ -160,7 +191,10 @@ impl Failure {
             Self::FeatureDisabled => code::FEATURE_DISABLED,
             Self::TranscriptsDisabled => tcode::TRANSCRIPTS_DISABLED,
             Self::RateLimited(_) => code::RATE_LIMITED,
-            Self::Validation(_) => "validation",
+            Self::Refused {
+                refusal: Some(r), ..
+            } => r.code(),
+            Self::Refused { refusal: None, .. } => "validation",
             Self::OffsetMismatch(_) => tcode::OFFSET_MISMATCH,
             Self::UploadMissing => tcode::UPLOAD_MISSING,
             Self::UploadExpired => tcode::UPLOAD_EXPIRED,
@@ -185,7 +219,10 @@ pub fn classify(
         (403, Some(tcode::TRANSCRIPTS_DISABLED)) => Failure::TranscriptsDisabled,
         (403, _) => Failure::TargetNotOwned,
         (429, _) => Failure::RateLimited(retry_after),
-        (400 | 413, _) => Failure::Validation(status),
+        (400 | 413, code) => Failure::Refused {
+            status,
+            refusal: code.and_then(Refusal::from_code),
+        },
         (409, Some(tcode::OFFSET_MISMATCH)) => match data {
             Some(state) => Failure::OffsetMismatch(state),
             None => Failure::ServerFailure(status),
@@ -239,8 +276,17 @@ mod tests {
             (403, Some("target_not_owned"), Failure::TargetNotOwned),
             (403, None, Failure::TargetNotOwned),
             (429, Some("rate_limited"), Failure::RateLimited(None)),
-            (400, None, Failure::Validation(400)),
-            (413, None, Failure::Validation(413)),
+            (400, None, validation(400)),
+            (413, None, validation(413)),
+            (400, Some("not_a_code_we_know"), validation(400)),
+            (
+                400,
+                Some("checksum_mismatch"),
+                Failure::Refused {
+                    status: 400,
+                    refusal: Some(Refusal::ChecksumMismatch),
+                },
+            ),
             (409, Some("offset_mismatch"), Failure::OffsetMismatch(st)),
             (409, Some("upload_missing"), Failure::UploadMissing),
             (410, Some("upload_expired"), Failure::UploadExpired),
@@ -262,10 +308,7 @@ mod tests {
     fn budgets_are_3_for_timeouts_and_validation_and_5_for_the_rest_and_401_is_never_counted() {
         let budget = |f: Failure| f.effect().budget.map(|k| (k, k.limit()));
         assert_eq!(budget(Failure::Timeout), Some((Kind::Timeout, 3)));
-        assert_eq!(
-            budget(Failure::Validation(400)),
-            Some((Kind::Validation, 3))
-        );
+        assert_eq!(budget(validation(400)), Some((Kind::Validation, 3)));
         assert_eq!(
             budget(Failure::RateLimited(None)),
             Some((Kind::RateLimited, 5))
@@ -301,7 +344,45 @@ mod tests {
         ] {
             assert!(reask.effect().reask, "{reask:?}");
         }
-        assert!(!Failure::Validation(400).effect().reask);
+        assert!(!validation(400).effect().reask);
         assert!(Failure::UploadRefused.effect().reintent);
+    }
+
+    fn validation(status: u16) -> Failure {
+        Failure::Refused {
+            status,
+            refusal: None,
+        }
+    }
+
+    /// Contract "Refusals": damaged bytes are sent again (not counted), a segment over the caps
+    /// is cut again under a fresh hello-ack (counted: a server whose caps stay smaller than the
+    /// segment sets the file aside after 3), anything else is set aside at once.
+    #[test]
+    fn every_refusal_code_has_its_remedy() {
+        for r in Refusal::ALL {
+            let e = Failure::Refused {
+                status: r.status(),
+                refusal: Some(r),
+            }
+            .effect();
+            assert_eq!(
+                Failure::Refused {
+                    status: r.status(),
+                    refusal: Some(r)
+                }
+                .name(),
+                r.code()
+            );
+            match r {
+                Refusal::ChecksumMismatch | Refusal::LengthMismatch => {
+                    assert!(e.reintent && e.budget.is_none() && !e.set_aside, "{r:?}")
+                }
+                Refusal::SegmentTooLarge => {
+                    assert!(e.recut && e.budget == Some(Kind::Validation) && !e.set_aside)
+                }
+                _ => assert!(e.set_aside && e.budget.is_none() && !e.reintent, "{r:?}"),
+            }
+        }
     }
 }

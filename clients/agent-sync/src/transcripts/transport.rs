@@ -27,7 +27,8 @@ use syncplane_contract::header::BINARY_CONTENT_TYPE;
 use syncplane_contract::path::HELLO;
 use syncplane_contract::transcripts::{
     MAX_SEGMENT_BYTES, MAX_SEGMENT_BYTES_KEY, MAX_SEGMENT_DECODED_BYTES,
-    MAX_SEGMENT_DECODED_BYTES_KEY, TRANSPORT_DIRECT, TRANSPORT_PRESIGNED, UPLOAD_CAPABILITY, path,
+    MAX_SEGMENT_DECODED_BYTES_KEY, Refusal, TRANSPORT_DIRECT, TRANSPORT_PRESIGNED,
+    UPLOAD_CAPABILITY, path,
 };
 
 use crate::answer::RetryAfter;
@@ -214,6 +215,22 @@ fn retry_after(resp: &reqwest::Response) -> Option<RetryAfter> {
         .and_then(RetryAfter::parse)
 }
 
+/// What an S3 error answer to a presigned PUT says, in the lane's terms: a checksum S3 computed
+/// otherwise, or a body cut short, are bytes damaged on the way (sent again); an entity too large
+/// is a segment over the caps; anything else has no code this client acts on.
+fn s3_refusal(body: &str) -> Option<Refusal> {
+    let code = body.split("<Code>").nth(1)?.split("</Code>").next()?;
+    match code {
+        "BadDigest"
+        | "InvalidDigest"
+        | "XAmzContentSHA256Mismatch"
+        | "XAmzContentChecksumMismatch" => Some(Refusal::ChecksumMismatch),
+        "IncompleteBody" => Some(Refusal::LengthMismatch),
+        "EntityTooLarge" => Some(Refusal::SegmentTooLarge),
+        _ => None,
+    }
+}
+
 fn thrown(e: reqwest::Error) -> Failure {
     if e.is_timeout() {
         Failure::Timeout
@@ -270,8 +287,13 @@ impl Api for TranscriptTransport {
     }
 
     async fn state(&self, file: FileRef<'_>) -> Result<FileState, Failure> {
-        let mut url = reqwest::Url::parse(&format!("{}{}", self.base, path::STATE))
-            .map_err(|_| Failure::Validation(400))?;
+        let mut url =
+            reqwest::Url::parse(&format!("{}{}", self.base, path::STATE)).map_err(|_| {
+                Failure::Refused {
+                    status: 400,
+                    refusal: Some(Refusal::InvalidRequest),
+                }
+            })?;
         url.query_pairs_mut()
             .append_pair("computeTargetId", file.compute_target_id)
             .append_pair("sessionId", file.session_id)
@@ -313,7 +335,13 @@ impl Api for TranscriptTransport {
             return match status {
                 200..=299 | 412 => Ok(()),
                 403 | 404 => Err(Failure::UploadRefused),
-                400 | 413 => Err(Failure::Validation(status)),
+                400 | 413 => {
+                    let body = resp.text().await.unwrap_or_default();
+                    Err(Failure::Refused {
+                        status,
+                        refusal: s3_refusal(&body),
+                    })
+                }
                 _ => Err(Failure::ServerFailure(status)),
             };
         }
@@ -345,6 +373,33 @@ impl Api for TranscriptTransport {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_s3_error_answer_names_the_refusal_when_it_is_one_the_lane_acts_on() {
+        let xml = |code: &str| {
+            format!(
+                "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>{code}</Code><Message>m</Message></Error>"
+            )
+        };
+        assert_eq!(
+            s3_refusal(&xml("BadDigest")),
+            Some(Refusal::ChecksumMismatch)
+        );
+        assert_eq!(
+            s3_refusal(&xml("XAmzContentChecksumMismatch")),
+            Some(Refusal::ChecksumMismatch)
+        );
+        assert_eq!(
+            s3_refusal(&xml("IncompleteBody")),
+            Some(Refusal::LengthMismatch)
+        );
+        assert_eq!(
+            s3_refusal(&xml("EntityTooLarge")),
+            Some(Refusal::SegmentTooLarge)
+        );
+        assert_eq!(s3_refusal(&xml("InvalidArgument")), None);
+        assert_eq!(s3_refusal("not xml"), None);
+    }
     use serde_json::json;
 
     #[test]

@@ -8,9 +8,9 @@
 use lambda_http::Request;
 use serde::Deserialize;
 use serde_json::Value;
-use syncplane_contract::transcripts::MAX_INTENT_BODY_BYTES;
+use syncplane_contract::transcripts::{MAX_INTENT_BODY_BYTES, Refusal};
 
-use super::{Facts, archive_failure, check_policy_and_gate, state_json};
+use super::{Facts, archive_failure, body_too_large, check_policy_and_gate, state_json};
 use crate::archive::files;
 use crate::http::body_bytes;
 use crate::ingest::IngestState;
@@ -32,13 +32,15 @@ pub(super) async fn post(
     let device = auth::authenticate(&state.pool, req.headers()).await?;
     let body = body_bytes(req.body());
     if body.len() > MAX_INTENT_BODY_BYTES {
-        return Err(IngestError::PayloadTooLarge);
+        return Err(body_too_large());
     }
-    strict_json::check(body).map_err(|_| IngestError::bad_request("invalid JSON"))?;
-    let raw: RawComplete = serde_json::from_slice(body)
-        .map_err(|e| IngestError::bad_request(format!("invalid complete: {e}")))?;
+    strict_json::check(body)
+        .map_err(|_| IngestError::refused(Refusal::InvalidJson, "invalid JSON"))?;
+    let raw: RawComplete = serde_json::from_slice(body).map_err(|e| {
+        IngestError::refused(Refusal::InvalidRequest, format!("invalid complete: {e}"))
+    })?;
     let id = uuid::Uuid::parse_str(&raw.upload_id)
-        .map_err(|_| IngestError::bad_request("uploadId: must be a UUID"))?;
+        .map_err(|_| IngestError::refused(Refusal::InvalidUploadId, "uploadId: must be a UUID"))?;
     let up = files::upload(&state.pool, id)
         .await
         .map_err(db_failure("transcript upload"))?

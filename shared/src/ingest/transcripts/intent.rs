@@ -11,10 +11,10 @@ use lambda_http::Request;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use syncplane_contract::transcripts::{MAX_INTENT_BODY_BYTES, valid_file_id};
+use syncplane_contract::transcripts::{MAX_INTENT_BODY_BYTES, Refusal, valid_file_id};
 use syncplane_contract::{MAX_SAFE_INTEGER, chars};
 
-use super::{archive_failure, check_policy_and_gate, store_failure};
+use super::{archive_failure, body_too_large, check_policy_and_gate, store_failure};
 use crate::archive::files::{self, FileName, NewUpload};
 use crate::archive::key::SegmentKey;
 use crate::archive::segment::Claim;
@@ -59,7 +59,7 @@ pub async fn post(state: &IngestState, req: &Request) -> Result<Value, IngestErr
     // bounded, duplicate-free JSON object first: nothing to count without it).
     let body = body_bytes(req.body());
     if body.len() > MAX_INTENT_BODY_BYTES {
-        return Err(IngestError::PayloadTooLarge);
+        return Err(body_too_large());
     }
     let target = target_of(body)?;
     rate_limit(
@@ -77,10 +77,10 @@ pub async fn post(state: &IngestState, req: &Request) -> Result<Value, IngestErr
         return Err(IngestError::TargetNotOwned);
     }
     // 7. Caps.
-    intent.claim.check_caps().map_err(|over| {
-        tracing::debug!(%over, "segment over the cap");
-        IngestError::PayloadTooLarge
-    })?;
+    intent
+        .claim
+        .check_caps()
+        .map_err(|over| IngestError::refused(Refusal::SegmentTooLarge, over.to_string()))?;
     // 8. Position, and the intent recorded.
     record(state, req, device.org_id, &intent).await
 }
@@ -195,7 +195,7 @@ fn path_prefix(req: &Request) -> String {
 fn target_of(body: &[u8]) -> Result<String, IngestError> {
     let checked = strict_json::check(body).map_err(|e| {
         tracing::debug!(error = %e, "invalid intent JSON");
-        IngestError::bad_request("invalid JSON")
+        IngestError::refused(Refusal::InvalidJson, "invalid JSON")
     })?;
     match checked {
         Checked::Object {
@@ -206,11 +206,17 @@ fn target_of(body: &[u8]) -> Result<String, IngestError> {
         {
             Ok(t)
         }
-        Checked::Object { .. } => Err(IngestError::bad_request(format!(
-            "computeTargetId: required string of 1 to {} characters",
-            chars::COMPUTE_TARGET_ID
-        ))),
-        Checked::NotObject => Err(IngestError::bad_request("the body must be a JSON object")),
+        Checked::Object { .. } => Err(IngestError::refused(
+            Refusal::InvalidComputeTargetId,
+            format!(
+                "computeTargetId: required string of 1 to {} characters",
+                chars::COMPUTE_TARGET_ID
+            ),
+        )),
+        Checked::NotObject => Err(IngestError::refused(
+            Refusal::InvalidJson,
+            "the body must be a JSON object",
+        )),
     }
 }
 
@@ -219,17 +225,24 @@ fn parse(body: &[u8]) -> Result<Intent, IngestError> {
     let raw: RawIntent = serde_json::from_slice(body).map_err(|e| {
         // serde's message names the field ("missing field `sha256`"), never more of the body
         // than the client sent.
-        IngestError::bad_request(format!("invalid intent: {e}"))
+        IngestError::refused(Refusal::InvalidRequest, format!("invalid intent: {e}"))
     })?;
-    let bad = |field: &str, rule: &str| IngestError::bad_request(format!("{field}: {rule}"));
+    let bad = |refusal, field: &str, rule: &str| {
+        IngestError::refused(refusal, format!("{field}: {rule}"))
+    };
     if raw.session_id.is_empty()
         || raw.session_id.chars().count() > chars::SESSION_ID
         || raw.session_id.contains('\0')
     {
-        return Err(bad("sessionId", "must be 1 to 200 characters without NUL"));
+        return Err(bad(
+            Refusal::InvalidSessionId,
+            "sessionId",
+            "must be 1 to 200 characters without NUL",
+        ));
     }
     if !valid_file_id(&raw.file_id) {
         return Err(bad(
+            Refusal::InvalidFileId,
             "fileId",
             "must be 1 to 256 bytes of A-Z a-z 0-9 . _ -, not starting with '.'",
         ));
@@ -237,22 +250,39 @@ fn parse(body: &[u8]) -> Result<Intent, IngestError> {
     let generation = u32::try_from(raw.generation)
         .ok()
         .filter(|g| (1..=i32::MAX as u32).contains(g))
-        .ok_or_else(|| bad("generation", "must be a whole number from 1 to 2^31 - 1"))?;
-    for (field, n, min) in [
-        ("offset", raw.offset, 0),
-        ("sourceBytes", raw.source_bytes, 1),
-        ("decodedBytes", raw.decoded_bytes, 0),
-        ("compressedBytes", raw.compressed_bytes, 1),
+        .ok_or_else(|| {
+            bad(
+                Refusal::InvalidGeneration,
+                "generation",
+                "must be a whole number from 1 to 2^31 - 1",
+            )
+        })?;
+    for (refusal, field, n, min) in [
+        (Refusal::InvalidOffset, "offset", raw.offset, 0),
+        (Refusal::InvalidLength, "sourceBytes", raw.source_bytes, 1),
+        (Refusal::InvalidLength, "decodedBytes", raw.decoded_bytes, 0),
+        (
+            Refusal::InvalidLength,
+            "compressedBytes",
+            raw.compressed_bytes,
+            1,
+        ),
     ] {
         if n < min || n > MAX_SAFE_INTEGER {
             return Err(bad(
+                refusal,
                 field,
                 &format!("must be a whole number from {min} to 2^53 - 1"),
             ));
         }
     }
-    let sha256 =
-        sha256_of(&raw.sha256).ok_or_else(|| bad("sha256", "must be 64 lowercase hex digits"))?;
+    let sha256 = sha256_of(&raw.sha256).ok_or_else(|| {
+        bad(
+            Refusal::InvalidSha256,
+            "sha256",
+            "must be 64 lowercase hex digits",
+        )
+    })?;
     Ok(Intent {
         compute_target_id: raw.compute_target_id,
         session_id: raw.session_id,

@@ -53,8 +53,8 @@ pub(super) fn record(
     r
 }
 
-/// A refusal's code: its stable code, or for the statuses that carry none (400, 413) a name of
-/// the status.
+/// A refusal's code (every refusal of the lane has one; a codeless error, which the lane never
+/// answers, is counted by its status's name).
 fn refusal_code(e: &IngestError) -> &'static str {
     e.code().unwrap_or(match e {
         IngestError::PayloadTooLarge => "payload_too_large",

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use http::{Method, StatusCode};
 use lambda_http::{Body, Request, Response};
 use serde_json::Value;
-use syncplane_contract::transcripts::path;
+use syncplane_contract::transcripts::{MAX_INTENT_BODY_BYTES, Refusal, path};
 
 use super::IngestState;
 use super::auth::Device;
@@ -258,17 +258,31 @@ pub(crate) fn archive_failure(e: ArchiveError) -> IngestError {
         },
         ArchiveError::UploadMissing => IngestError::UploadMissing,
         ArchiveError::UploadExpired => IngestError::UploadExpired,
-        ArchiveError::BadSegment(why) => IngestError::bad_request(why),
+        ArchiveError::BadSegment(m) => IngestError::refused(
+            m.refusal(),
+            format!("what is stored is not what the intent said: {m}"),
+        ),
         ArchiveError::Store(e) => store_failure(e),
         ArchiveError::Db(e) => super::error::db_failure("transcript archive")(e),
     }
 }
 
+/// An intent's or a complete's body over its cap.
+pub(crate) fn body_too_large() -> IngestError {
+    IngestError::refused(
+        Refusal::BodyTooLarge,
+        format!("the body is over {MAX_INTENT_BODY_BYTES} bytes"),
+    )
+}
+
 /// A store failure: logged with its detail, answered `503 store_unavailable` (an object over
-/// the size asked for is the client's: `413`).
+/// the size asked for is the client's: `413 segment_too_large`).
 pub(crate) fn store_failure(e: StoreError) -> IngestError {
     match e {
-        StoreError::TooLarge { .. } => IngestError::PayloadTooLarge,
+        StoreError::TooLarge { .. } => IngestError::refused(
+            Refusal::SegmentTooLarge,
+            "the segment is larger than its intent said",
+        ),
         StoreError::Unavailable(detail) => {
             tracing::error!(error = %detail, "transcript store unavailable");
             IngestError::StoreUnavailable

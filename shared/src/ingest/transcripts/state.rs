@@ -6,7 +6,7 @@
 use lambda_http::Request;
 use serde_json::Value;
 use syncplane_contract::chars;
-use syncplane_contract::transcripts::valid_file_id;
+use syncplane_contract::transcripts::{Refusal, valid_file_id};
 
 use super::query_param;
 use crate::archive::files::{self, FileName};
@@ -21,25 +21,28 @@ pub(crate) struct Named {
     pub file_id: String,
 }
 
-/// 400 unless `value` is 1 to `max` characters without NUL.
-pub(crate) fn checked_id(
+/// 400 (`refusal`) unless `value` is 1 to `max` characters without NUL.
+fn checked_id(
+    refusal: Refusal,
     field: &str,
     value: Option<String>,
     max: usize,
 ) -> Result<String, IngestError> {
     match value {
         Some(v) if !v.is_empty() && v.chars().count() <= max && !v.contains('\0') => Ok(v),
-        _ => Err(IngestError::bad_request(format!(
-            "{field}: required, 1 to {max} characters without NUL"
-        ))),
+        _ => Err(IngestError::refused(
+            refusal,
+            format!("{field}: required, 1 to {max} characters without NUL"),
+        )),
     }
 }
 
-/// 400 unless `value` is a valid `fileId`.
-pub(crate) fn checked_file_id(value: Option<String>) -> Result<String, IngestError> {
+/// 400 `invalid_file_id` unless `value` is a valid `fileId`.
+fn checked_file_id(value: Option<String>) -> Result<String, IngestError> {
     match value {
         Some(v) if valid_file_id(&v) => Ok(v),
-        _ => Err(IngestError::bad_request(
+        _ => Err(IngestError::refused(
+            Refusal::InvalidFileId,
             "fileId: required, 1 to 256 bytes of A-Z a-z 0-9 . _ -, not starting with '.'",
         )),
     }
@@ -49,11 +52,13 @@ pub async fn get(state: &IngestState, req: &Request) -> Result<Value, IngestErro
     let device = auth::authenticate(&state.pool, req.headers()).await?;
     let named = Named {
         compute_target_id: checked_id(
+            Refusal::InvalidComputeTargetId,
             "computeTargetId",
             query_param(req, "computeTargetId"),
             chars::COMPUTE_TARGET_ID,
         )?,
         session_id: checked_id(
+            Refusal::InvalidSessionId,
             "sessionId",
             query_param(req, "sessionId"),
             chars::SESSION_ID,

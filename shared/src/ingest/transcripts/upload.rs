@@ -8,7 +8,7 @@
 
 use lambda_http::Request;
 use serde_json::{Value, json};
-use syncplane_contract::transcripts::MAX_SEGMENT_BYTES;
+use syncplane_contract::transcripts::{MAX_SEGMENT_BYTES, Refusal};
 
 use super::{Facts, store_failure};
 use crate::archive::files;
@@ -47,10 +47,13 @@ pub(super) async fn put(
         return Err(IngestError::UploadExpired);
     }
     if body.len() as u64 > MAX_SEGMENT_BYTES {
-        return Err(IngestError::PayloadTooLarge);
+        return Err(IngestError::refused(
+            Refusal::SegmentTooLarge,
+            format!("the body is over {MAX_SEGMENT_BYTES} bytes"),
+        ));
     }
     check_digest(body, up.claim.compressed_bytes, &up.claim.sha256)
-        .map_err(|m| IngestError::bad_request(format!("body: {m}")))?;
+        .map_err(|m| IngestError::refused(m.refusal(), format!("body: {m}")))?;
     state
         .transcripts
         .store

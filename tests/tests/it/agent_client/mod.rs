@@ -14,6 +14,7 @@ mod presigned;
 mod presigned_expiry;
 mod redaction;
 mod refusals;
+mod scanner;
 mod skew;
 pub mod support;
 mod transcripts;

@@ -5,7 +5,7 @@
 //! […] ≤ 0.1% of lines changed".
 
 use syncplane_agent::redact::{Redactor, rule_ids};
-use syncplane_tests::redaction_corpus::{ordinary_lines, planted, survives};
+use syncplane_tests::redaction_corpus::{Shape, ordinary_lines, planted, rendered, survives};
 
 #[test]
 fn every_planted_secret_of_every_rule_is_absent_and_its_placeholder_names_the_rule() {
@@ -53,5 +53,42 @@ fn at_most_one_ordinary_line_in_a_thousand_is_changed() {
         "{} of {} ordinary lines changed: {changed:?}",
         changed.len(),
         lines.len()
+    );
+}
+
+/// Issue 31: "a secret survives rendering (line-number prefixes, JSON escapes, URL paths, query
+/// strings, log lines, code literals, basic auth, env files, YAML, tables)". Every rule's secret
+/// in every shape a tool prints it in that can hold it, two contexts each.
+#[test]
+fn every_secret_of_every_rule_as_tools_render_it_is_absent() {
+    let redactor = Redactor::new();
+    let (secrets, unknown) = rendered(rule_ids(), 31, 2);
+    assert!(unknown.is_empty(), "rules without a generator: {unknown:?}");
+    for shape in Shape::ALL {
+        assert!(
+            secrets.iter().any(|p| p.shape == shape.name()),
+            "no secret rendered as {}",
+            shape.name()
+        );
+    }
+    let mut missed = Vec::new();
+    for p in &secrets {
+        assert!(
+            survives(&p.line, &p.secret),
+            "{} {}: not planted",
+            p.rule,
+            p.shape
+        );
+        let out = redactor.redact_line(&p.line);
+        if survives(&out.text, &p.secret) {
+            missed.push(format!("{} as {}: {}", p.rule, p.shape, out.text));
+        }
+    }
+    assert!(
+        missed.is_empty(),
+        "{} of {} rendered secrets survived:\n{}",
+        missed.len(),
+        secrets.len(),
+        missed.join("\n")
     );
 }

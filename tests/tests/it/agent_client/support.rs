@@ -373,3 +373,50 @@ pub async fn not_found_server() -> (String, tokio::task::JoinHandle<()>) {
     });
     (url, task)
 }
+
+/// A read token for the org (stored as its SHA-256, as the CLI issues it).
+pub async fn read_token(env: &Env) -> String {
+    use sha2::{Digest, Sha256};
+    let token = format!("spr_{}", hex::encode([7u8; 32]));
+    sqlx::query("INSERT INTO read_tokens (token_hash, org_id) VALUES ($1, $2)")
+        .bind(Sha256::digest(token.as_bytes()).to_vec())
+        .bind(env.org)
+        .execute(&env.db.pool)
+        .await
+        .unwrap();
+    token
+}
+
+/// What the archive returns for a file: its lines through the `lines` route, every page.
+pub async fn archived_lines(env: &Env, token: &str, session: &str, file_id: &str) -> Vec<String> {
+    let mut got = Vec::new();
+    let mut cursor: Option<String> = None;
+    let http = reqwest::Client::new();
+    loop {
+        let mut url = format!(
+            "{}/api/agent-sessions/transcripts/lines?computeTargetId={TARGET}&sessionId={session}&fileId={file_id}&limit=500",
+            env.server.url()
+        );
+        if let Some(c) = &cursor {
+            url.push_str(&format!("&cursor={c}"));
+        }
+        let v: serde_json::Value = http
+            .get(url)
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let data = &v["data"];
+        for l in data["lines"].as_array().unwrap_or(&Vec::new()) {
+            got.push(l.as_str().unwrap().to_owned());
+        }
+        match data["nextCursor"].as_str() {
+            Some(c) => cursor = Some(c.to_owned()),
+            None => break,
+        }
+    }
+    got
+}

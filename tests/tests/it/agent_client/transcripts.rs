@@ -6,7 +6,6 @@
 
 use std::time::Duration;
 
-use sha2::{Digest, Sha256};
 use shared::ingest::provision;
 use syncplane_agent::redact::Redactor;
 use syncplane_agent::transcripts::TranscriptStatus;
@@ -289,14 +288,6 @@ async fn the_archive_reads_back_byte_identical_to_the_clients_redacted_staging()
     src.put("s", "f.jsonl", bytes.clone());
     let mut r = rig(&env, &src);
     r.drain().await;
-    // A read token for the org (stored as its SHA-256, as the CLI issues it).
-    let token = format!("spr_{}", hex::encode([7u8; 32]));
-    sqlx::query("INSERT INTO read_tokens (token_hash, org_id) VALUES ($1, $2)")
-        .bind(Sha256::digest(token.as_bytes()).to_vec())
-        .bind(env.org)
-        .execute(&env.db.pool)
-        .await
-        .unwrap();
     let redactor = Redactor::new();
     let want: Vec<String> = bytes
         .split(|b| *b == b'\n')
@@ -308,35 +299,7 @@ async fn the_archive_reads_back_byte_identical_to_the_clients_redacted_staging()
                 .into_owned()
         })
         .collect();
-    let mut got = Vec::new();
-    let mut cursor: Option<String> = None;
-    let http = reqwest::Client::new();
-    loop {
-        let mut url = format!(
-            "{}/api/agent-sessions/transcripts/lines?computeTargetId={TARGET}&sessionId=s&fileId=f.jsonl&limit=500",
-            env.server.url()
-        );
-        if let Some(c) = &cursor {
-            url.push_str(&format!("&cursor={c}"));
-        }
-        let v: serde_json::Value = http
-            .get(url)
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let data = &v["data"];
-        for l in data["lines"].as_array().unwrap_or(&Vec::new()) {
-            got.push(l.as_str().unwrap().to_owned());
-        }
-        match data["nextCursor"].as_str() {
-            Some(c) => cursor = Some(c.to_owned()),
-            None => break,
-        }
-    }
+    let got = archived_lines(&env, &read_token(&env).await, "s", "f.jsonl").await;
     assert_eq!(got, want);
 }
 
@@ -453,4 +416,66 @@ async fn the_cli_exits_4_when_the_server_has_no_transcript_lane() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(String::from_utf8_lossy(&out.stderr).contains("no transcript lane"));
+}
+
+/// Issue 31 point 4, the client's side: a segment damaged on the way (`400 checksum_mismatch`
+/// from the direct PUT) is sent again at once and archived, with no failure budget spent; a
+/// deterministic refusal (`400 invalid_file_id`) sets the file aside at once, not after three.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lane_sends_damaged_bytes_again_and_sets_a_deterministic_refusal_aside_at_once() {
+    use syncplane_contract::transcripts::path as tpath;
+    use syncplane_tests::lane_proxy::{LaneFaultProxy, PathFault};
+    let env = env().await;
+    let src = MemorySource::default();
+    let bytes = transcript(0, 40);
+    src.put("s", "damaged.jsonl", bytes.clone());
+    let proxy = LaneFaultProxy::start(env.server.addr, tpath::UPLOADS).await;
+    proxy.set(PathFault::CorruptOnce);
+    let (mut lane, _clock) = super::support::transcript_lane(
+        &env.dir.0,
+        &env.token,
+        &src,
+        &proxy.url(),
+        Duration::from_secs(8),
+        SEGMENT,
+    );
+    lane.tick().await.unwrap();
+    assert_eq!(proxy.faulted(), 1, "one body damaged on the way");
+    assert_eq!(
+        archived(&env, "s", "damaged.jsonl").await,
+        Some((1, bytes.len() as i64)),
+        "sent again in the same flush and archived"
+    );
+    assert_eq!(lane.figures().failures.get("checksum_mismatch"), Some(&1));
+    assert_eq!(
+        lane.state().budget_of("s", "damaged.jsonl").unwrap(),
+        Some((None, 0))
+    );
+
+    // A refusal the same request would meet again: set aside after one attempt.
+    let proxy = LaneFaultProxy::start(env.server.addr, tpath::INTENT).await;
+    proxy.refuse_with("invalid_file_id");
+    let src = MemorySource::default();
+    src.put("s", "refused.jsonl", transcript(0, 3));
+    let dir = super::support::TempDir::new();
+    let (mut lane, _clock) = super::support::transcript_lane(
+        &dir.0,
+        &env.token,
+        &src,
+        &proxy.url(),
+        Duration::from_secs(8),
+        SEGMENT,
+    );
+    lane.tick().await.unwrap();
+    assert_eq!(proxy.faulted(), 1, "asked once");
+    let dead = lane.state().dead_letters().unwrap();
+    assert_eq!(dead.len(), 1);
+    assert_eq!(
+        (
+            dead[0].class.as_str(),
+            dead[0].reason.as_str(),
+            dead[0].retry_at_ms
+        ),
+        ("deterministic", "invalid_file_id", None)
+    );
 }

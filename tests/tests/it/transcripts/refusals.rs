@@ -2,6 +2,8 @@
 //! paths, caps, a zstd bomb, bytes that are not the intent's, another org's target or upload.
 
 use serde_json::json;
+use syncplane_contract::transcripts::Refusal;
+use syncplane_tests::apigw::Reply;
 
 use super::support::*;
 
@@ -20,10 +22,19 @@ async fn file_ids_are_names_never_paths() {
         let mut body = intent_for(1, 0, &seg);
         body["fileId"] = json!(bad);
         let r = env.intent(&body).await;
-        assert_eq!(r.status, 400, "{bad:?}: {}", r.body);
-        assert_eq!(r.code(), None, "400 carries no code");
+        assert_eq!(
+            (r.status, r.code()),
+            (400, Some("invalid_file_id")),
+            "{bad:?}: {}",
+            r.body
+        );
         let r = env.state_of(TARGET, &bad).await;
-        assert_eq!(r.status, 400, "state {bad:?}: {}", r.body);
+        assert_eq!(
+            (r.status, r.code()),
+            (400, Some("invalid_file_id")),
+            "state {bad:?}: {}",
+            r.body
+        );
     }
     let mut body = intent_for(1, 0, &seg);
     body["fileId"] = json!("a".repeat(256));
@@ -46,8 +57,12 @@ async fn segments_over_the_caps_are_413_before_anything_is_recorded() {
         let mut body = intent_for(1, 0, &seg);
         body[field] = json!(over);
         let r = env.intent(&body).await;
-        assert_eq!(r.status, 413, "{field}: {}", r.body);
-        assert_eq!(r.code(), None);
+        assert_eq!(
+            (r.status, r.code()),
+            (413, Some("segment_too_large")),
+            "{field}: {}",
+            r.body
+        );
     }
     assert_eq!(
         env.count("SELECT count(*) FROM transcript_uploads").await,
@@ -57,7 +72,12 @@ async fn segments_over_the_caps_are_413_before_anything_is_recorded() {
     // A body over the cap on the direct PUT.
     let id = env.intent_ok(1, 0, &seg).await;
     let r = env.put(&id, &vec![0u8; 4_194_305]).await;
-    assert_eq!(r.status, 413, "{}", r.body);
+    assert_eq!(
+        (r.status, r.code()),
+        (413, Some("segment_too_large")),
+        "{}",
+        r.body
+    );
     assert!(env.stored_files().is_empty());
 }
 
@@ -71,7 +91,12 @@ async fn a_zstd_bomb_is_refused_at_complete_and_nothing_is_recorded() {
     let id = env.intent_ok(1, 0, &bomb).await;
     assert_eq!(env.put(&id, &bomb.compressed).await.status, 200);
     let r = env.complete(&id).await;
-    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        (r.status, r.code()),
+        (400, Some("decoded_length_mismatch")),
+        "{}",
+        r.body
+    );
     assert_eq!(env.segments().await, 0);
     assert_eq!(env.file_state().await["ackedOffset"], 0);
     assert!(
@@ -89,9 +114,19 @@ async fn a_checksum_or_length_that_does_not_match_what_was_stored_is_400_and_not
     let mut flipped = seg.compressed.clone();
     flipped[5] ^= 0xff;
     let r = env.put(&id, &flipped).await;
-    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        (r.status, r.code()),
+        (400, Some("checksum_mismatch")),
+        "{}",
+        r.body
+    );
     let r = env.put(&id, &seg.compressed[1..]).await;
-    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        (r.status, r.code()),
+        (400, Some("length_mismatch")),
+        "{}",
+        r.body
+    );
     assert!(env.stored_files().is_empty());
 
     // Bytes that reached the store some other way (an S3 server that does not enforce signed
@@ -104,10 +139,15 @@ async fn a_checksum_or_length_that_does_not_match_what_was_stored_is_400_and_not
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, &flipped).unwrap();
     let r = env.complete(&id).await;
-    assert_eq!(r.status, 400, "{}", r.body);
+    assert_eq!(
+        (r.status, r.code()),
+        (400, Some("checksum_mismatch")),
+        "{}",
+        r.body
+    );
     assert!(!path.exists(), "the object is deleted");
     std::fs::write(&path, &seg.compressed[1..]).unwrap();
-    assert_eq!(env.complete(&id).await.status, 400);
+    assert_eq!(env.complete(&id).await.code(), Some("length_mismatch"));
     assert!(!path.exists());
     // Decompressing to another length than decodedBytes.
     let mut body = intent_for(1, 0, &seg);
@@ -115,7 +155,10 @@ async fn a_checksum_or_length_that_does_not_match_what_was_stored_is_400_and_not
     let r = env.intent(&body).await;
     let id = r.data()["uploadId"].as_str().unwrap().to_owned();
     assert_eq!(env.put(&id, &seg.compressed).await.status, 200);
-    assert_eq!(env.complete(&id).await.status, 400);
+    assert_eq!(
+        env.complete(&id).await.code(),
+        Some("decoded_length_mismatch")
+    );
     assert_eq!(env.segments().await, 0);
     assert_eq!(env.file_state().await["ackedOffset"], 0);
 }
@@ -213,3 +256,151 @@ async fn intents_are_rate_limited_per_target_apart_from_the_metadata_lane() {
         3
     );
 }
+
+/// Issue 31 point 4: every refusal of the device routes carries its stable code, one request
+/// per code, and nothing is recorded for any of them. (The read routes' codes are pinned in
+/// `transcripts_read`.)
+#[tokio::test]
+async fn every_refusal_of_the_device_routes_carries_its_code() {
+    let env = env().await;
+    let seg = segment(&lines(3, "a"));
+    let with = |field: &str, value: serde_json::Value| {
+        let mut body = intent_for(1, 0, &seg);
+        body[field] = value;
+        body
+    };
+    let raw = |bytes: &[u8]| bytes.to_vec();
+    let mut cases: Vec<(&str, Reply)> = Vec::new();
+    let send = async |body: Vec<u8>| {
+        env.send_as(&env.token, "POST", INTENT, "application/json", &body)
+            .await
+    };
+    cases.push(("invalid_json", send(raw(b"{\"computeTargetId\":")).await));
+    cases.push(("invalid_json", send(raw(b"[1, 2]")).await));
+    let mut missing = intent_for(1, 0, &seg);
+    missing.as_object_mut().unwrap().remove("sha256");
+    cases.push(("invalid_request", env.intent(&missing).await));
+    cases.push((
+        "invalid_request",
+        env.intent(&with("offset", json!("0"))).await,
+    ));
+    cases.push((
+        "invalid_compute_target_id",
+        env.intent(&with("computeTargetId", json!(""))).await,
+    ));
+    cases.push((
+        "invalid_session_id",
+        env.intent(&with("sessionId", json!(""))).await,
+    ));
+    cases.push((
+        "invalid_file_id",
+        env.intent(&with("fileId", json!("a/b"))).await,
+    ));
+    cases.push((
+        "invalid_generation",
+        env.intent(&with("generation", json!(0))).await,
+    ));
+    cases.push((
+        "invalid_offset",
+        env.intent(&with("offset", json!(9_007_199_254_740_992u64)))
+            .await,
+    ));
+    cases.push((
+        "invalid_length",
+        env.intent(&with("sourceBytes", json!(0))).await,
+    ));
+    cases.push((
+        "invalid_sha256",
+        env.intent(&with("sha256", json!("AB".repeat(32)))).await,
+    ));
+    cases.push(("body_too_large", send(vec![b' '; 4097]).await));
+    cases.push((
+        "segment_too_large",
+        env.intent(&with("compressedBytes", json!(4_194_305))).await,
+    ));
+    cases.push((
+        "invalid_compute_target_id",
+        env.send_as(
+            &env.token,
+            "GET",
+            &format!("{STATE}?sessionId=s&fileId=f"),
+            "application/json",
+            b"",
+        )
+        .await,
+    ));
+    cases.push((
+        "invalid_session_id",
+        env.send_as(
+            &env.token,
+            "GET",
+            &format!("{STATE}?computeTargetId={TARGET}&fileId=f"),
+            "application/json",
+            b"",
+        )
+        .await,
+    ));
+    // Complete's own body.
+    let complete =
+        |body: &'static [u8]| env.send_as(&env.token, "POST", COMPLETE, "application/json", body);
+    cases.push(("invalid_json", complete(b"{").await));
+    cases.push(("invalid_request", complete(b"{\"upload\": \"x\"}").await));
+    cases.push((
+        "invalid_upload_id",
+        complete(b"{\"uploadId\": \"nope\"}").await,
+    ));
+    cases.push((
+        "body_too_large",
+        env.send_as(
+            &env.token,
+            "POST",
+            COMPLETE,
+            "application/json",
+            &[b' '; 4097],
+        )
+        .await,
+    ));
+    // The bytes: damaged on the way (direct PUT), or stored but not what the intent said.
+    let id = env.intent_ok(1, 0, &seg).await;
+    let mut flipped = seg.compressed.clone();
+    flipped[3] ^= 1;
+    cases.push(("checksum_mismatch", env.put(&id, &flipped).await));
+    cases.push(("length_mismatch", env.put(&id, &seg.compressed[..2]).await));
+    cases.push(("segment_too_large", env.put(&id, &vec![0; 4_194_305]).await));
+    let junk = seg_of(b"abc\n".to_vec(), b"not a zstd frame".to_vec());
+    let id = env.intent_ok(1, 0, &junk).await;
+    assert_eq!(env.put(&id, &junk.compressed).await.status, 200);
+    cases.push(("segment_not_zstd", env.complete(&id).await));
+    let liar = seg_of(b"abcd\n".to_vec(), seg.compressed.clone());
+    let id = env.intent_ok(1, 0, &liar).await;
+    assert_eq!(env.put(&id, &liar.compressed).await.status, 200);
+    cases.push(("decoded_length_mismatch", env.complete(&id).await));
+
+    for (code, r) in &cases {
+        let refusal = Refusal::from_code(code).expect("a contract code");
+        assert_eq!(
+            (r.status, r.code()),
+            (refusal.status(), Some(*code)),
+            "{code}: {}",
+            r.body
+        );
+        assert!(!r.body["error"]["message"].as_str().unwrap_or("").is_empty());
+    }
+    let seen: std::collections::BTreeSet<&str> = cases.iter().map(|(c, _)| *c).collect();
+    let device_codes: std::collections::BTreeSet<&str> = Refusal::ALL
+        .iter()
+        .map(|r| r.code())
+        .filter(|c| !READ_ROUTE_CODES.contains(c))
+        .collect();
+    assert_eq!(seen, device_codes, "one case per code of the device routes");
+    assert_eq!(env.segments().await, 0, "nothing recorded");
+}
+
+/// The codes only the read routes answer (pinned in `transcripts_read`).
+const READ_ROUTE_CODES: [&str; 5] = [
+    "invalid_parameter",
+    "invalid_cursor",
+    "file_too_large",
+    "line_too_large",
+    "listing_too_large",
+];

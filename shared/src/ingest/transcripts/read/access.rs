@@ -7,7 +7,7 @@ use std::time::Duration;
 use lambda_http::Request;
 use sqlx::PgPool;
 use syncplane_contract::chars;
-use syncplane_contract::transcripts::valid_file_id;
+use syncplane_contract::transcripts::{Refusal, valid_file_id};
 
 use crate::archive::store::{Store, StoreError};
 use crate::ingest::error::{IngestError, db_failure};
@@ -38,13 +38,16 @@ impl Params {
             .unwrap_or_default();
         for (i, (name, _)) in pairs.iter().enumerate() {
             if !known.contains(&name.as_str()) {
-                return Err(IngestError::bad_request(format!(
-                    "unknown query parameter (known: {})",
-                    known.join(", ")
-                )));
+                return Err(IngestError::refused(
+                    Refusal::InvalidParameter,
+                    format!("unknown query parameter (known: {})", known.join(", ")),
+                ));
             }
             if pairs[..i].iter().any(|(n, _)| n == name) {
-                return Err(IngestError::bad_request(format!("{name}: given twice")));
+                return Err(IngestError::refused(
+                    Refusal::InvalidParameter,
+                    format!("{name}: given twice"),
+                ));
             }
         }
         Ok(Self(pairs))
@@ -58,8 +61,9 @@ impl Params {
     }
 
     pub fn required(&self, name: &str) -> Result<&str, IngestError> {
-        self.get(name)
-            .ok_or_else(|| IngestError::bad_request(format!("{name}: required")))
+        self.get(name).ok_or_else(|| {
+            IngestError::refused(Refusal::InvalidParameter, format!("{name}: required"))
+        })
     }
 
     /// A whole number in `min..=max`, `None` when absent.
@@ -70,7 +74,10 @@ impl Params {
                     .ok()
                     .filter(|n| (min..=max).contains(n))
                     .ok_or_else(|| {
-                        IngestError::bad_request(format!("{name}: a whole number {min} to {max}"))
+                        IngestError::refused(
+                            Refusal::InvalidParameter,
+                            format!("{name}: a whole number {min} to {max}"),
+                        )
                     })
             })
             .transpose()
@@ -81,10 +88,16 @@ impl Params {
     pub fn session(&self) -> Result<SessionKey, IngestError> {
         let target = bounded(
             self.required("computeTargetId")?,
+            Refusal::InvalidComputeTargetId,
             "computeTargetId",
             chars::COMPUTE_TARGET_ID,
         )?;
-        let session = bounded(self.required("sessionId")?, "sessionId", chars::SESSION_ID)?;
+        let session = bounded(
+            self.required("sessionId")?,
+            Refusal::InvalidSessionId,
+            "sessionId",
+            chars::SESSION_ID,
+        )?;
         Ok(SessionKey {
             compute_target_id: target.to_owned(),
             session_id: session.to_owned(),
@@ -95,7 +108,8 @@ impl Params {
     pub fn file_id(&self) -> Result<String, IngestError> {
         let id = self.required("fileId")?;
         if !valid_file_id(id) {
-            return Err(IngestError::bad_request(
+            return Err(IngestError::refused(
+                Refusal::InvalidFileId,
                 "fileId: 1 to 256 bytes of A-Z a-z 0-9 . _ -, not starting with .",
             ));
         }
@@ -103,12 +117,18 @@ impl Params {
     }
 }
 
-fn bounded<'v>(value: &'v str, name: &str, max_chars: usize) -> Result<&'v str, IngestError> {
+fn bounded<'v>(
+    value: &'v str,
+    refusal: Refusal,
+    name: &str,
+    max_chars: usize,
+) -> Result<&'v str, IngestError> {
     let n = value.chars().count();
     if n == 0 || n > max_chars || value.contains('\0') {
-        return Err(IngestError::bad_request(format!(
-            "{name}: 1 to {max_chars} characters"
-        )));
+        return Err(IngestError::refused(
+            refusal,
+            format!("{name}: 1 to {max_chars} characters"),
+        ));
     }
     Ok(value)
 }

@@ -7,7 +7,7 @@ use http::StatusCode;
 use lambda_http::{Body, Request, Response};
 use serde::Serialize;
 use serde_json::Value;
-use syncplane_contract::transcripts::{MAX_SEGMENT_BYTES, path};
+use syncplane_contract::transcripts::{MAX_SEGMENT_BYTES, Refusal, path};
 
 use super::access::{FileRow, Params, Reading, SessionKey, file_row, store_failure};
 use crate::http::route_path;
@@ -115,7 +115,7 @@ async fn session_files(
     .await
     .map_err(db_failure("list transcript files"))?;
     if rows.len() as i64 > MAX_LISTED_FILES {
-        return Err(IngestError::PayloadTooLarge);
+        return Err(too_many());
     }
     Ok(rows)
 }
@@ -140,7 +140,7 @@ async fn current_segments(
     .await
     .map_err(db_failure("list transcript segments"))?;
     if segments.len() as i64 > MAX_LISTED_SEGMENTS {
-        return Err(IngestError::PayloadTooLarge);
+        return Err(too_many());
     }
     // Files come in `fileId` order, segments by row id: put them in the files' order.
     let order = |row: i64| ids.iter().position(|id| *id == row);
@@ -190,7 +190,10 @@ pub async fn segment(
     let generation = params.number("generation", 1, i32::MAX as u64)?;
     let offset = params.number("offset", 0, i64::MAX as u64)?;
     let (Some(generation), Some(offset)) = (generation, offset) else {
-        return Err(IngestError::bad_request("generation and offset: required"));
+        return Err(IngestError::refused(
+            Refusal::InvalidParameter,
+            "generation and offset: required",
+        ));
     };
     let Some(f) = file_row(r.pool, org_id, &session, &file_id).await? else {
         return Err(IngestError::NotFound);
@@ -226,4 +229,14 @@ pub async fn segment(
         .header("cache-control", "private, max-age=86400, immutable")
         .body(Body::Binary(bytes))
         .map_err(|_| IngestError::IngestionFailed)
+}
+
+/// A session with more files or segments than one listing answers.
+fn too_many() -> IngestError {
+    IngestError::refused(
+        Refusal::ListingTooLarge,
+        format!(
+            "the session has more than {MAX_LISTED_FILES} files or {MAX_LISTED_SEGMENTS} segments"
+        ),
+    )
 }

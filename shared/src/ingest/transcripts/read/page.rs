@@ -16,7 +16,7 @@ use lambda_http::Request;
 use serde_json::{Value, json};
 use syncplane_contract::transcripts::{
     DEFAULT_LINES_PER_PAGE, MAX_LINES_FILE_BYTES, MAX_LINES_PAGE_BYTES, MAX_LINES_PER_PAGE,
-    MAX_SEGMENT_BYTES, MAX_SEGMENT_DECODED_BYTES,
+    MAX_SEGMENT_BYTES, MAX_SEGMENT_DECODED_BYTES, Refusal,
 };
 
 use super::access::{FileRow, Params, Reading, file_row, store_failure};
@@ -77,19 +77,24 @@ pub async fn lines(
     let cursor = params
         .get("cursor")
         .map(|raw| {
-            Cursor::decode(raw)
-                .ok_or_else(|| IngestError::bad_request("cursor: not one this route gave"))
+            Cursor::decode(raw).ok_or_else(|| {
+                IngestError::refused(Refusal::InvalidCursor, "cursor: not one this route gave")
+            })
         })
         .transpose()?;
     let Some(f) = file_row(r.pool, org_id, &session, &file_id).await? else {
         return Err(IngestError::NotFound);
     };
     if f.decoded_bytes as u64 > MAX_LINES_FILE_BYTES {
-        return Err(IngestError::PayloadTooLarge);
+        return Err(IngestError::refused(
+            Refusal::FileTooLarge,
+            format!("the file is over {MAX_LINES_FILE_BYTES} bytes decoded: read its segments"),
+        ));
     }
     let start = match cursor {
         Some(c) if c.generation != f.generation => {
-            return Err(IngestError::bad_request(
+            return Err(IngestError::refused(
+                Refusal::InvalidCursor,
                 "cursor: the file has a newer generation; start again",
             ));
         }
@@ -165,7 +170,10 @@ async fn collect(
             if bytes + line.len() > MAX_LINES_PAGE_BYTES {
                 if out.is_empty() {
                     // One line over the page's cap: this route cannot answer it.
-                    return Err(IngestError::PayloadTooLarge);
+                    return Err(IngestError::refused(
+                        Refusal::LineTooLarge,
+                        format!("a line is over {MAX_LINES_PAGE_BYTES} bytes: read its segment"),
+                    ));
                 }
                 return Ok((out, Some(here)));
             }
