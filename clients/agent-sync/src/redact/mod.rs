@@ -5,15 +5,20 @@
 //!
 //! - [`rules`]: the ruleset (id, pattern, keywords, entropy floor, check), priority first;
 //! - [`entropy`]: the checks that keep ordinary text as it is;
-//! - [`json`]: the string literals of a line, found in place and decoded.
+//! - [`json`]: the string literals of a line, found in place and decoded;
+//! - [`view`]: escaped text seen as what it stands for (a JSON document inside a string, a
+//!   tool's output quoting another), mapped back so a secret found there is replaced here.
 //!
 //! How a line goes: the keywords of every rule are searched in the raw line (two aho-corasick
 //! automatons, case-sensitive token prefixes and case-insensitive context words). A line with no
 //! keyword, and no `\u` or `\/` escape that could hide one, is returned borrowed: that is the cost
 //! of an ordinary line. Otherwise a JSON line is walked string by string (each literal decoded, so
 //! a secret split across escapes is whole again; keys too; a member's value is also judged by its
-//! key, `{"password": "..."}`), and a line that is not JSON is redacted as one string. In a string
-//! the keywords pick the candidate rules and only those run (each its own regex: a `RegexSet` of
+//! key, `{"password": "..."}`), and a line that is not JSON is redacted as one string. A string
+//! that still holds escapes is searched again through up to three [`View`]s, so a secret a tool
+//! rendered inside escaped text (a PEM block with `\n` line breaks, a token after an escaped
+//! line break) is found whatever the rendering. In a string the keywords pick the candidate rules
+//! and only those run (each its own regex: a `RegexSet` of
 //! all the rules as a second gate was measured at 24 to 33 ms per MiB of ordinary transcript,
 //! its lazy DFA determinizing the 23 patterns over and over, against 6.5 without it);
 //! overlapping finds merge into one placeholder named by the rule of highest priority,

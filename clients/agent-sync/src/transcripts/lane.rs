@@ -36,7 +36,7 @@ use crate::transcripts::outcome::{Failure, FileState, LaneEffect, backoff};
 use crate::transcripts::schedule::{
     Figures, Hooks, Settings, TickReport, TranscriptObserver, TranscriptStatus, Trigger,
 };
-use crate::transcripts::segment::{Caps, Segment, SegmentError, stage};
+use crate::transcripts::segment::{Caps, Segment, SegmentError, stage_after};
 use crate::transcripts::source::{TranscriptFile, TranscriptSource};
 use crate::transcripts::state::{Progress, StateError, TranscriptState};
 use crate::transcripts::transport::{Api, FileRef, Hello, IntentRequest, TranscriptTransport};
@@ -327,16 +327,28 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
                 Ok(false) => {}
                 Err(e) => return self.unreadable(&file, &e, now),
             }
+            if p.prefix_state.is_none() && p.acked_offset > 0 && p.acked_offset <= len {
+                // A state file from before the prefix's state was kept: learnt once, here.
+                p.prefix_state =
+                    verify::prefix_state(&self.source, &file, p.acked_offset).unwrap_or_default();
+            }
             if p.acked_offset >= len {
                 self.state.caught_up(&p.session_id, &p.file_id, now)?;
                 return Ok(Flushed::Done);
             }
-            let seg = match stage(
+            // The prefix's state, known from the first byte on (or learnt when the server's
+            // state was adopted); none from a state file older than it.
+            let prefix = match (p.acked_offset, p.prefix_state.as_deref()) {
+                (0, _) => Some(verify::empty_prefix()),
+                (_, known) => known.map(<[u8]>::to_vec),
+            };
+            let seg = match stage_after(
                 &self.source,
                 &file,
                 p.acked_offset,
                 &self.caps(),
                 &self.redactor,
+                prefix.as_deref(),
             ) {
                 Ok(Some(seg)) => seg,
                 Ok(None) => {
@@ -455,6 +467,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         p.check_start = seg.offset;
         p.check_end = seg.end();
         p.check_sha = Some(seg.source_sha256.clone());
+        p.prefix_state = seg.prefix_state.clone();
         if p.head_len < HEAD_BYTES.min(p.acked_offset) {
             // The head grows with the acked prefix until it is 64 KiB.
             let (len, sha) = match verify::head(&self.source, &p.file(), p.acked_offset) {
@@ -483,6 +496,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         } else if (st.generation, st.acked_offset) != ours {
             p.generation = st.generation;
             p.acked_offset = st.acked_offset;
+            p.prefix_state = None;
             if st.acked_offset <= len
                 && let Err(e) = verify::checks_at(&self.source, p)
             {

@@ -26,6 +26,7 @@ use syncplane_contract::transcripts::{
 
 use crate::redact::Redactor;
 use crate::transcripts::source::{TranscriptFile, TranscriptSource};
+use crate::transcripts::verify;
 
 /// zstd's level for segments.
 pub const ZSTD_LEVEL: i32 = 3;
@@ -64,6 +65,9 @@ pub struct Segment {
     pub sha256: String,
     /// Lowercase hex SHA-256 of the source bytes (the rewrite check).
     pub source_sha256: String,
+    /// The SHA-256 state of the file's bytes up to the segment's end, when the state up to its
+    /// start was given ([`stage_after`]).
+    pub prefix_state: Option<Vec<u8>>,
     /// Secrets redacted, per rule.
     pub hits: BTreeMap<&'static str, usize>,
 }
@@ -138,6 +142,19 @@ pub fn stage(
     caps: &Caps,
     redactor: &Redactor,
 ) -> Result<Option<Segment>, SegmentError> {
+    stage_after(source, file, offset, caps, redactor, None)
+}
+
+/// [`stage`], carrying the SHA-256 state of the file's bytes before `offset` (`prefix`) over the
+/// segment's source bytes while they are in memory.
+pub fn stage_after(
+    source: &dyn TranscriptSource,
+    file: &TranscriptFile,
+    offset: u64,
+    caps: &Caps,
+    redactor: &Redactor,
+    prefix: Option<&[u8]>,
+) -> Result<Option<Segment>, SegmentError> {
     let first = caps.target_source.min(caps.max_source).max(1);
     let mut window = source.read_at(file, offset, first)?;
     let mut end = last_line_end(&window, window.len());
@@ -156,6 +173,7 @@ pub fn stage(
     loop {
         if let Some(staged) = compress_within(&window[..end], caps, redactor)? {
             let source_sha256 = hex::encode(Sha256::digest(&window[..end]));
+            let prefix_state = prefix.and_then(|p| verify::extend_prefix(p, &window[..end]));
             let sha256 = hex::encode(Sha256::digest(&staged.compressed));
             return Ok(Some(Segment {
                 offset,
@@ -164,6 +182,7 @@ pub fn stage(
                 compressed: staged.compressed,
                 sha256,
                 source_sha256,
+                prefix_state,
                 hits: staged.hits,
             }));
         }

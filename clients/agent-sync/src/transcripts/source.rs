@@ -38,6 +38,28 @@ pub struct TranscriptFile {
     pub path: PathBuf,
     /// Its length when discovered.
     pub len: u64,
+    /// What changes when the file is written (its modification time and inode, for a
+    /// [`JsonlDirSource`]; a write counter for a [`MemorySource`]); `None` when unknown. Another
+    /// stamp at the same length is how a rewrite in place that keeps the length is noticed.
+    pub stamp: Option<i64>,
+}
+
+/// The stamp of a file's metadata: its modification time in nanoseconds and, on Unix, its inode
+/// (a file replaced by another of the same length and time is still another file).
+fn stamp_of(meta: &std::fs::Metadata) -> Option<i64> {
+    let modified = meta.modified().ok()?;
+    let nanos = modified
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    #[cfg(unix)]
+    let inode = {
+        use std::os::unix::fs::MetadataExt;
+        meta.ino() as i64
+    };
+    #[cfg(not(unix))]
+    let inode = 0i64;
+    Some(nanos.wrapping_mul(31).wrapping_add(inode))
 }
 
 /// The app's transcripts: discovery and windowed reads.
@@ -110,15 +132,18 @@ impl JsonlDirSource {
                 "a session id is 1 to 200 characters",
             ));
         }
+        let meta = std::fs::metadata(path)?;
         Ok(TranscriptFile {
             session_id: session_id.to_owned(),
             file_id: file_id_for(name),
             path: path.to_owned(),
-            len: std::fs::metadata(path)?.len(),
+            len: meta.len(),
+            stamp: stamp_of(&meta),
         })
     }
 
-    fn jsonl_files(dir: &Path) -> io::Result<Vec<(String, PathBuf, u64, bool)>> {
+    /// `(name, path, len, stamp, is_dir)` of the entries of `dir` that can be transcripts.
+    fn jsonl_files(dir: &Path) -> io::Result<Vec<Entry>> {
         let mut out = Vec::new();
         for entry in std::fs::read_dir(dir)? {
             let entry = entry?;
@@ -130,9 +155,9 @@ impl JsonlDirSource {
             }
             let meta = entry.metadata()?;
             if meta.is_dir() {
-                out.push((name, entry.path(), 0, true));
+                out.push((name, entry.path(), 0, None, true));
             } else if meta.is_file() && name.ends_with(".jsonl") {
-                out.push((name, entry.path(), meta.len(), false));
+                out.push((name, entry.path(), meta.len(), stamp_of(&meta), false));
             }
         }
         out.sort();
@@ -143,27 +168,28 @@ impl JsonlDirSource {
 impl TranscriptSource for JsonlDirSource {
     fn discover(&self) -> io::Result<Vec<TranscriptFile>> {
         let mut files = Vec::new();
-        let mut push = |session: &str, name: &str, path: PathBuf, len: u64| {
+        let mut push = |session: &str, name: &str, path: PathBuf, len: u64, stamp: Option<i64>| {
             if valid_session_id(session) {
                 files.push(TranscriptFile {
                     session_id: session.to_owned(),
                     file_id: file_id_for(name),
                     path,
                     len,
+                    stamp,
                 });
             } else {
                 tracing::warn!(session, "not a session id (1 to 200 characters): skipped");
             }
         };
-        for (name, path, len, dir) in Self::jsonl_files(&self.root)? {
+        for (name, path, len, stamp, dir) in Self::jsonl_files(&self.root)? {
             if !dir {
                 let stem = name.trim_end_matches(".jsonl");
-                push(stem, &name, path, len);
+                push(stem, &name, path, len, stamp);
                 continue;
             }
-            for (inner, p, l, d) in Self::jsonl_files(&path)? {
+            for (inner, p, l, s, d) in Self::jsonl_files(&path)? {
                 if !d {
-                    push(&name, &inner, p, l);
+                    push(&name, &inner, p, l, s);
                 }
             }
         }
@@ -187,8 +213,11 @@ impl TranscriptSource for JsonlDirSource {
     }
 }
 
-/// Files by (session, file id).
-type Files = BTreeMap<(String, String), Vec<u8>>;
+/// A directory entry that can be a transcript: (name, path, length, stamp, is a directory).
+type Entry = (String, PathBuf, u64, Option<i64>, bool);
+
+/// Files by (session, file id): their bytes and how many times they were written.
+type Files = BTreeMap<(String, String), (Vec<u8>, i64)>;
 
 /// Transcripts in memory, keyed by (session, file id); clones share the files.
 #[derive(Debug, Clone, Default)]
@@ -207,15 +236,19 @@ impl MemorySource {
     /// Replace the file's bytes (a rewrite when it existed).
     pub fn put(&self, session: &str, file_id: &str, bytes: impl Into<Vec<u8>>) {
         let bytes = bytes.into();
-        self.with(|m| m.insert((session.into(), file_id.into()), bytes));
+        self.with(|m| {
+            let entry = m.entry((session.into(), file_id.into())).or_default();
+            entry.0 = bytes;
+            entry.1 += 1;
+        });
     }
 
     /// Append to the file (creating it).
     pub fn append(&self, session: &str, file_id: &str, bytes: &[u8]) {
         self.with(|m| {
-            m.entry((session.into(), file_id.into()))
-                .or_default()
-                .extend_from_slice(bytes)
+            let entry = m.entry((session.into(), file_id.into())).or_default();
+            entry.0.extend_from_slice(bytes);
+            entry.1 += 1;
         });
     }
 
@@ -227,11 +260,12 @@ impl MemorySource {
     pub fn file(&self, session: &str, file_id: &str) -> Option<TranscriptFile> {
         self.with(|m| {
             m.get(&(session.into(), file_id.into()))
-                .map(|b| TranscriptFile {
+                .map(|(b, writes)| TranscriptFile {
                     session_id: session.into(),
                     file_id: file_id.into(),
                     path: PathBuf::from(session).join(file_id),
                     len: b.len() as u64,
+                    stamp: Some(*writes),
                 })
         })
     }
@@ -239,7 +273,7 @@ impl MemorySource {
     fn bytes_of<T>(&self, file: &TranscriptFile, f: impl FnOnce(&[u8]) -> T) -> Option<T> {
         self.with(|m| {
             m.get(&(file.session_id.clone(), file.file_id.clone()))
-                .map(|b| f(b))
+                .map(|(b, _)| f(b))
         })
     }
 }

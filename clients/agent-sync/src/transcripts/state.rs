@@ -1,9 +1,10 @@
 //! The transcript lane's durable state, in the same SQLite file as the metadata lane's
 //! ([`crate::State`]) but in tables of its own, through a connection of its own: per file, the
 //! generation and the acknowledged offset, the start, end and SHA-256 of the source bytes of the
-//! last acknowledged segment and a hash of the file's first 64 KiB (to notice a rewrite), when it
-//! is due (a sweep that saw it change, a hook), its retry count and consecutive failures of one
-//! kind; and the lane's dead-letter set.
+//! last acknowledged segment, a hash of the file's first 64 KiB and the SHA-256 state of the whole
+//! acknowledged prefix (to notice a rewrite, one that keeps the length included), the length and
+//! stamp a sweep last saw, when it is due (a sweep that saw it change, a hook), its retry count
+//! and consecutive failures of one kind; and the lane's dead-letter set.
 //!
 //! Contract, "Client rules": "The acknowledged offset is kept by the server; the client keeps its
 //! own copy and the SHA-256 of its last acknowledged segment's source bytes to notice a rewrite,
@@ -40,6 +41,7 @@ CREATE TABLE IF NOT EXISTS transcript_files (
     file_id TEXT NOT NULL,
     path TEXT NOT NULL,
     seen_len INTEGER NOT NULL DEFAULT -1,
+    seen_stamp INTEGER,
     generation INTEGER NOT NULL DEFAULT 0,
     acked_offset INTEGER NOT NULL DEFAULT 0,
     check_start INTEGER NOT NULL DEFAULT 0,
@@ -47,6 +49,7 @@ CREATE TABLE IF NOT EXISTS transcript_files (
     check_sha TEXT,
     head_len INTEGER NOT NULL DEFAULT 0,
     head_sha TEXT,
+    prefix_state BLOB,
     known INTEGER NOT NULL DEFAULT 0,
     flush_at_ms INTEGER,
     not_before_ms INTEGER NOT NULL DEFAULT 0,
@@ -85,6 +88,9 @@ pub struct Progress {
     /// The hash of the file's first `head_len` bytes (at most 64 KiB, within the acked prefix).
     pub head_len: u64,
     pub head_sha: Option<String>,
+    /// The serialized SHA-256 state of the whole acknowledged prefix (`None`: not known, as after
+    /// a state from before it was kept).
+    pub prefix_state: Option<Vec<u8>>,
     /// The server's state is known (else asked before the next intent).
     pub known: bool,
     pub retries: u32,
@@ -97,6 +103,7 @@ impl Progress {
             file_id: self.file_id.clone(),
             path: self.path.clone(),
             len: 0,
+            stamp: None,
         }
     }
 }
@@ -116,7 +123,19 @@ pub struct TranscriptState {
 }
 
 const COLUMNS: &str = "session_id, file_id, path, generation, acked_offset, check_start,
-    check_end, check_sha, head_len, head_sha, known, retries";
+    check_end, check_sha, head_len, head_sha, known, retries, prefix_state";
+
+/// Columns added after the first release, for a state file created before them.
+const ADDED_COLUMNS: [(&str, &str); 2] = [
+    (
+        "seen_stamp",
+        "ALTER TABLE transcript_files ADD COLUMN seen_stamp INTEGER",
+    ),
+    (
+        "prefix_state",
+        "ALTER TABLE transcript_files ADD COLUMN prefix_state BLOB",
+    ),
+];
 
 fn progress(r: &rusqlite::Row<'_>) -> rusqlite::Result<Progress> {
     Ok(Progress {
@@ -132,6 +151,7 @@ fn progress(r: &rusqlite::Row<'_>) -> rusqlite::Result<Progress> {
         head_sha: r.get(9)?,
         known: r.get(10)?,
         retries: r.get(11)?,
+        prefix_state: r.get(12)?,
     })
 }
 
@@ -153,6 +173,16 @@ impl TranscriptState {
     fn with(db: Connection, identity: &str, target: &str) -> Result<Self, StateError> {
         db.busy_timeout(std::time::Duration::from_secs(5))?;
         db.execute_batch(SCHEMA)?;
+        for (column, add) in ADDED_COLUMNS {
+            let present: i64 = db.query_row(
+                "SELECT count(*) FROM pragma_table_info('transcript_files') WHERE name = ?1",
+                [column],
+                |r| r.get(0),
+            )?;
+            if present == 0 {
+                db.execute_batch(add)?;
+            }
+        }
         let mut s = Self { db };
         s.bind(identity, target)?;
         Ok(s)
@@ -192,28 +222,52 @@ impl TranscriptState {
             != 0)
     }
 
-    /// Record a sweep's findings: a file new or of another length than last seen is due at
-    /// `now_ms`. Returns how many became due.
+    /// Record a sweep's findings: a file new, of another length than last seen, or with another
+    /// stamp (written since, a rewrite that kept the length included) is due at `now_ms`. A stamp
+    /// seen for the first time (a state from before stamps were kept) is only recorded. Returns
+    /// how many became due.
     pub fn observe(&mut self, files: &[TranscriptFile], now_ms: i64) -> Result<usize, StateError> {
         let tx = self.db.transaction()?;
         let mut due = 0;
         {
-            let mut q = tx.prepare_cached(
-                "INSERT INTO transcript_files (session_id, file_id, path, seen_len, flush_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5)
+            let mut seen = tx.prepare_cached(
+                "SELECT seen_len, seen_stamp FROM transcript_files
+                  WHERE session_id = ?1 AND file_id = ?2",
+            )?;
+            let mut record = tx.prepare_cached(
+                "INSERT INTO transcript_files
+                    (session_id, file_id, path, seen_len, seen_stamp, flush_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
                  ON CONFLICT (session_id, file_id) DO UPDATE SET path = excluded.path,
-                    seen_len = excluded.seen_len,
-                    flush_at_ms = min(coalesce(flush_at_ms, excluded.flush_at_ms), excluded.flush_at_ms)
-                 WHERE transcript_files.seen_len != excluded.seen_len",
+                    seen_len = excluded.seen_len, seen_stamp = excluded.seen_stamp,
+                    flush_at_ms = CASE WHEN excluded.flush_at_ms IS NULL THEN flush_at_ms
+                        ELSE min(coalesce(flush_at_ms, excluded.flush_at_ms), excluded.flush_at_ms) END",
             )?;
             for f in files {
-                due += q.execute(params![
+                let before: Option<(i64, Option<i64>)> = seen
+                    .query_row(params![f.session_id, f.file_id], |r| {
+                        Ok((r.get(0)?, r.get(1)?))
+                    })
+                    .optional()?;
+                let changed = match before {
+                    None => true,
+                    Some((len, stamp)) => {
+                        len != i(f.len)
+                            || (stamp.is_some() && f.stamp.is_some() && stamp != f.stamp)
+                    }
+                };
+                if !changed && before.is_some_and(|(_, stamp)| stamp == f.stamp) {
+                    continue;
+                }
+                record.execute(params![
                     f.session_id,
                     f.file_id,
                     f.path.to_string_lossy(),
                     i(f.len),
-                    now_ms
+                    f.stamp,
+                    changed.then_some(now_ms)
                 ])?;
+                due += usize::from(changed);
             }
         }
         tx.execute("UPDATE transcript_scope SET swept = 1 WHERE id = 1", [])?;
@@ -298,7 +352,8 @@ impl TranscriptState {
     pub fn save(&mut self, p: &Progress) -> Result<(), StateError> {
         self.db.execute(
             "UPDATE transcript_files SET generation = ?3, acked_offset = ?4, check_start = ?5,
-                check_end = ?6, check_sha = ?7, head_len = ?8, head_sha = ?9, known = ?10
+                check_end = ?6, check_sha = ?7, head_len = ?8, head_sha = ?9, known = ?10,
+                prefix_state = ?11
               WHERE session_id = ?1 AND file_id = ?2",
             params![
                 p.session_id,
@@ -310,7 +365,8 @@ impl TranscriptState {
                 p.check_sha,
                 i(p.head_len),
                 p.head_sha,
-                p.known
+                p.known,
+                p.prefix_state
             ],
         )?;
         Ok(())
@@ -523,6 +579,7 @@ mod tests {
             file_id: f.into(),
             path: PathBuf::from(f),
             len,
+            stamp: Some(1),
         }
     }
 

@@ -660,3 +660,48 @@ async fn the_observer_hears_every_segment_sent_and_every_file_set_aside() {
     );
     assert_eq!(r.lane.figures().set_aside, 1);
 }
+
+/// Issue 31 point 2: a file rewritten in place to the same length (no hook, the sweep alone) is
+/// noticed by its stamp and its prefix's hash, and archived again as a new generation: a change in
+/// the middle that neither the head nor the tail witness covers, and the first record changed.
+#[tokio::test]
+async fn a_rewrite_that_keeps_the_length_is_noticed_by_the_sweep_and_archived_again() {
+    let mut r = rig();
+    let mut original = lines(0, 3000);
+    assert!(original.len() > 128 * 1024, "past the head witness");
+    r.src.put("s", "f", original.clone());
+    r.drain().await;
+    // An append: the last acknowledged segment (the tail witness) is these five lines.
+    original.extend_from_slice(&lines(3000, 5));
+    r.src.put("s", "f", original.clone());
+    r.clock.advance(Settings::default().sweep_every);
+    r.drain().await;
+    assert_eq!(r.fake.state_of("s", "f").generation, 1);
+    assert_eq!(r.fake.archive("s", "f"), original);
+
+    // A byte in the middle, past the head witness and before the last segment, same length.
+    let mut middle = original.clone();
+    let at = middle.len() / 2;
+    middle[at] = if middle[at] == b'1' { b'2' } else { b'1' };
+    r.src.put("s", "f", middle.clone());
+    r.clock.advance(Settings::default().sweep_every);
+    r.drain().await;
+    assert_eq!(r.fake.state_of("s", "f").generation, 2);
+    assert_eq!(r.fake.archive("s", "f"), middle, "the new content");
+
+    // The first record changed, same length.
+    let mut first = middle.clone();
+    first[2] = b'T';
+    r.src.put("s", "f", first.clone());
+    r.clock.advance(Settings::default().sweep_every);
+    r.drain().await;
+    assert_eq!(r.fake.state_of("s", "f").generation, 3);
+    assert_eq!(r.fake.archive("s", "f"), first);
+
+    // Written again with the same bytes: a new stamp, the same prefix, no new generation.
+    r.src.put("s", "f", first.clone());
+    r.clock.advance(Settings::default().sweep_every);
+    r.drain().await;
+    assert_eq!(r.fake.state_of("s", "f").generation, 3);
+    assert_eq!(r.lane.figures().generations_started, 2);
+}

@@ -3,12 +3,17 @@
 //! Contract, "Identity and offsets": "A file that shrank, or whose acknowledged bytes changed (a
 //! transcript rewritten in place), starts a new generation at offset 0." Hashing the whole
 //! acknowledged prefix at every flush would read a 50 MB transcript again for each appended line,
-//! so the lane keeps two witnesses, each read in 1 MiB windows: the source bytes of the last
-//! acknowledged segment (a rewrite of the tail) and the file's first 64 KiB (a rewrite from the
-//! top, the usual way an editor or a tool rewrites a file).
+//! so a file that grew is checked against two witnesses, each read in 1 MiB windows: the source
+//! bytes of the last acknowledged segment (a rewrite of the tail) and the file's first 64 KiB (a
+//! rewrite from the top, the usual way an editor or a tool rewrites a file). A file flushed
+//! without having grown (a sweep saw its stamp change at the same length, or a hook named it) has
+//! nothing to append, so nothing else to read: there the whole acknowledged prefix is hashed and
+//! compared with the prefix's SHA-256 kept since the first byte ([`prefix_state`]), and any
+//! rewrite that kept the length is noticed (issue 31).
 
 use std::io;
 
+use sha2::digest::common::hazmat::SerializableState;
 use sha2::{Digest, Sha256};
 
 use crate::transcripts::source::{TranscriptFile, TranscriptSource};
@@ -42,7 +47,47 @@ pub fn sha256_of(
     Ok(Some(hex::encode(h.finalize())))
 }
 
-/// Whether the file shrank below its acknowledged offset or its witnesses changed.
+/// The SHA-256 state of no bytes yet (a prefix at offset 0).
+pub fn empty_prefix() -> Vec<u8> {
+    Sha256::new().serialize().to_vec()
+}
+
+/// The SHA-256 state `prefix` followed by `bytes` (`None` when `prefix` is not a state).
+pub fn extend_prefix(prefix: &[u8], bytes: &[u8]) -> Option<Vec<u8>> {
+    let mut h = hasher(prefix)?;
+    h.update(bytes);
+    Some(h.serialize().to_vec())
+}
+
+fn hasher(state: &[u8]) -> Option<Sha256> {
+    let array = state.try_into().ok()?;
+    Sha256::deserialize(array).ok()
+}
+
+/// The SHA-256 state of the file's first `len` bytes, read in 1 MiB windows (`None`: the file
+/// holds fewer).
+pub fn prefix_state(
+    source: &dyn TranscriptSource,
+    file: &TranscriptFile,
+    len: u64,
+) -> io::Result<Option<Vec<u8>>> {
+    const WINDOW: u64 = 1 << 20;
+    let mut h = Sha256::new();
+    let mut at = 0;
+    while at < len {
+        let want = (len - at).min(WINDOW) as usize;
+        let chunk = source.read_at(file, at, want)?;
+        if chunk.len() < want {
+            return Ok(None);
+        }
+        h.update(&chunk);
+        at += want as u64;
+    }
+    Ok(Some(h.serialize().to_vec()))
+}
+
+/// Whether the file shrank below its acknowledged offset or its witnesses changed; at the same
+/// length as the acknowledged prefix, whether the prefix hashes otherwise than it did.
 pub fn rewritten(source: &dyn TranscriptSource, p: &Progress, len: u64) -> io::Result<bool> {
     if len < p.acked_offset {
         return Ok(true);
@@ -51,6 +96,12 @@ pub fn rewritten(source: &dyn TranscriptSource, p: &Progress, len: u64) -> io::R
         return Ok(false);
     }
     let file = p.file();
+    if len == p.acked_offset
+        && let Some(kept) = p.prefix_state.as_deref().and_then(hasher)
+    {
+        let now = prefix_state(source, &file, len)?.and_then(|s| hasher(&s));
+        return Ok(now.map(Sha256::finalize) != Some(kept.finalize()));
+    }
     if let Some(sha) = &p.check_sha {
         let now = sha256_of(source, &file, p.check_start, p.check_end - p.check_start)?;
         if now.as_ref() != Some(sha) {
@@ -75,7 +126,8 @@ pub fn head(
     Ok((len, sha256_of(source, file, 0, len)?))
 }
 
-/// Both witnesses taken now at `p`'s offset (after adopting the server's state).
+/// Both witnesses and the prefix's state taken now at `p`'s offset (after adopting the server's
+/// state: the one time the whole prefix is read to learn it).
 pub fn checks_at(source: &dyn TranscriptSource, p: &mut Progress) -> io::Result<()> {
     let file = p.file();
     let start = p.acked_offset - p.acked_offset.min(TAIL_BYTES);
@@ -83,10 +135,11 @@ pub fn checks_at(source: &dyn TranscriptSource, p: &mut Progress) -> io::Result<
     p.check_end = p.acked_offset;
     p.check_sha = sha256_of(source, &file, start, p.acked_offset - start)?;
     (p.head_len, p.head_sha) = head(source, &file, p.acked_offset)?;
+    p.prefix_state = prefix_state(source, &file, p.acked_offset)?;
     Ok(())
 }
 
-/// From offset 0 (of the same or a new generation): no witnesses.
+/// From offset 0 (of the same or a new generation): no witnesses, the prefix of no bytes.
 pub fn reset(p: &mut Progress) {
     p.acked_offset = 0;
     p.check_start = 0;
@@ -94,4 +147,5 @@ pub fn reset(p: &mut Progress) {
     p.check_sha = None;
     p.head_len = 0;
     p.head_sha = None;
+    p.prefix_state = Some(empty_prefix());
 }

@@ -479,3 +479,88 @@ async fn the_lane_sends_damaged_bytes_again_and_sets_a_deterministic_refusal_asi
         ("deterministic", "invalid_file_id", None)
     );
 }
+
+/// Issue 31 point 2, from the outside: `transcripts push` over a real directory, the file then
+/// rewritten in place (same inode, same length, the first record changed) and pushed again: the
+/// archive reads back the new content as a new generation.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_rewritten_in_place_to_the_same_length_is_archived_again_by_the_next_push() {
+    use std::io::{Seek, SeekFrom, Write};
+    let env = env().await;
+    let dir = env.dir.0.join("transcripts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s-1.jsonl");
+    let before = transcript(0, 50);
+    std::fs::write(&path, &before).unwrap();
+    let push = || {
+        let mut cmd = std::process::Command::new(syncplane_tests::processes::workspace_bin(
+            "syncplane-agent",
+        ));
+        cmd.args(["transcripts", "push", "--dir"])
+            .arg(&dir)
+            .args([
+                "--url",
+                &env.server.url(),
+                "--target",
+                TARGET,
+                "--tick-ms",
+                "50",
+            ])
+            .env_clear()
+            .env("SYNCPLANE_AGENT_TOKEN", &env.token)
+            .stdin(std::process::Stdio::null());
+        tokio::task::spawn_blocking(move || cmd.output().unwrap())
+    };
+    let out = push().await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        archived(&env, "s-1", "s-1.jsonl").await,
+        Some((1, before.len() as i64))
+    );
+
+    // In place: the same inode, the first record's text changed, not one byte more or less.
+    let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap());
+    let first_end = before.iter().position(|b| *b == b'\n').unwrap();
+    let mut first = before[..first_end].to_vec();
+    let at = first.iter().rposition(|b| b.is_ascii_lowercase()).unwrap();
+    first[at] = first[at].to_ascii_uppercase();
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    f.seek(SeekFrom::Start(0)).unwrap();
+    f.write_all(&first).unwrap();
+    drop(f);
+    let after = std::fs::read(&path).unwrap();
+    assert_eq!(after.len(), before.len());
+    assert_ne!(after, before);
+    assert_eq!(
+        std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&path).unwrap()),
+        inode
+    );
+
+    let out = push().await.unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        archived(&env, "s-1", "s-1.jsonl").await,
+        Some((2, after.len() as i64))
+    );
+    let redactor = Redactor::new();
+    let want: Vec<String> = after
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            redactor
+                .redact_line(std::str::from_utf8(l).unwrap())
+                .text
+                .into_owned()
+        })
+        .collect();
+    let got = archived_lines(&env, &read_token(&env).await, "s-1", "s-1.jsonl").await;
+    assert_eq!(got, want, "the archive reads back the new content");
+}
