@@ -42,6 +42,8 @@ pub struct Seen {
     /// For a POST: the device-local fields the envelope carried, which a client must strip
     /// (`sessions[i].tokenSeries`, `sessions[i].events[j].summary` / `.data`); empty when none.
     pub local_fields: Vec<String>,
+    /// When the answer was given.
+    pub at: std::time::Instant,
 }
 
 #[derive(Clone)]
@@ -214,6 +216,7 @@ async fn serve(
             mode,
             retry_after,
             local_fields,
+            at: std::time::Instant::now(),
         });
     }
     let mut out = (status, bytes).into_response();

@@ -1,16 +1,21 @@
-//! `syncplane-agent transcripts push` and `syncplane-agent hook`: the transcript lane as
-//! commands (docs/transcript-wire-contract.md, "Client rules"; README, "The desktop agent
-//! client").
+//! `syncplane-agent transcripts push`, `transcripts flush` and `syncplane-agent hook`: the
+//! transcript lane as commands (docs/transcript-wire-contract.md, "Client rules"; README, "The
+//! desktop agent client").
 //!
 //! `transcripts push --dir DIR` sweeps the directory (the layouts of
 //! [`syncplane_agent::JsonlDirSource`]), uploads every file's segments and exits when every file
 //! is acknowledged or set aside. `hook <event> --session S --file F` is what a desktop app's
 //! hooks call: `session-end`, `stop` and `subagent-stop` are terminal and flush the file now;
-//! any other event marks the file for the lane's next debounced flush in the state database and
-//! exits at once, without the network. Exit codes are `push`'s ([`crate::exit`]): 0
-//! acknowledged, 2 set aside or still pending (a later push retries), 3 the token was refused, 4
-//! transcripts are off (the org's policy, the transcript gate, or a server without the lane), 1
-//! anything else (a usage error too).
+//! any other event marks the file due at the end of its debounce (the first activity of a quiet
+//! file sets it; later activity does not push it back) and exits at once, leaving the upload to
+//! the state file's background flusher, which it starts when none runs: `transcripts flush`, a
+//! detached process that sends each marked file when its time comes and exits once nothing is
+//! due (spec, "Live triggers": ordinary activity flushes on a debounce, with hooks alone too).
+//! Every process that sends from one state file takes its upload lock first, so a running lane
+//! and hook processes never send the same bytes twice. Exit codes are `push`'s
+//! ([`crate::exit`]): 0 acknowledged (an activity hook: marked), 2 set aside or still pending (a
+//! later push retries), 3 the token was refused, 4 transcripts are off (the org's policy, the
+//! transcript gate, or a server without the lane), 1 anything else (a usage error too).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -19,6 +24,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
+use syncplane_agent::transcripts::state::LockKind;
 use syncplane_agent::transcripts::{Settings, TranscriptStatus};
 use syncplane_agent::transport::DEFAULT_DEADLINE;
 use syncplane_agent::{
@@ -57,6 +63,15 @@ pub enum TranscriptsCommand {
         /// Directory of transcripts: <dir>/<session>.jsonl or <dir>/<session>/<file>.jsonl.
         #[arg(long)]
         dir: PathBuf,
+        #[command(flatten)]
+        common: Common,
+    },
+    /// Send the files activity hooks marked, each when its debounce ends, then exit once nothing
+    /// is due (what `hook` starts in the background; one per state file).
+    Flush {
+        /// Exit when nothing is due within this many milliseconds.
+        #[arg(long, default_value_t = 30_000)]
+        idle_ms: u64,
         #[command(flatten)]
         common: Common,
     },
@@ -103,11 +118,20 @@ fn state_path(common: &Common, dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// How a command's lane starts: `push` is a cold start (what was set aside deterministically is
+/// tried again); a hook's process joins the state file as it is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Start {
+    Cold,
+    Join,
+}
+
 fn lane<S: syncplane_agent::TranscriptSource>(
     source: S,
     common: &Common,
     state: &Path,
     settings: Settings,
+    start: Start,
 ) -> anyhow::Result<TranscriptLane<S>> {
     let url = common
         .url
@@ -119,14 +143,15 @@ fn lane<S: syncplane_agent::TranscriptSource>(
         .context("pass --token (or SYNCPLANE_AGENT_TOKEN)")?;
     let state = TranscriptState::open(state, &common.identity, &common.target)?;
     let transport = TranscriptTransport::new(url, TokenHandle::new(Some(token)), DEFAULT_DEADLINE)?;
-    Ok(TranscriptLane::new(
-        source,
-        state,
-        transport,
-        Arc::new(SystemClock),
-        settings,
-        &common.target,
-    )?)
+    let clock = Arc::new(SystemClock);
+    Ok(match start {
+        Start::Cold => {
+            TranscriptLane::new(source, state, transport, clock, settings, &common.target)?
+        }
+        Start::Join => {
+            TranscriptLane::attach(source, state, transport, clock, settings, &common.target)
+        }
+    })
 }
 
 fn exit_code(status: TranscriptStatus, pending: usize) -> ExitCode {
@@ -160,13 +185,22 @@ fn exit_code(status: TranscriptStatus, pending: usize) -> ExitCode {
 }
 
 pub async fn transcripts(command: TranscriptsCommand) -> anyhow::Result<ExitCode> {
-    let TranscriptsCommand::Push { dir, common } = command;
+    let (dir, common) = match command {
+        TranscriptsCommand::Push { dir, common } => (dir, common),
+        TranscriptsCommand::Flush { idle_ms, common } => return flush(&common, idle_ms).await,
+    };
     let state = state_path(&common, Some(&dir))?;
     let settings = Settings {
         tick: Duration::from_millis(common.tick_ms),
         ..Settings::default()
     };
-    let mut lane = lane(JsonlDirSource::new(&dir), &common, &state, settings)?;
+    let mut lane = lane(
+        JsonlDirSource::new(&dir),
+        &common,
+        &state,
+        settings,
+        Start::Cold,
+    )?;
     let status = lane.run_until_drained().await?;
     let dead = lane.state().dead_letters()?.len();
     let pending = usize::try_from(lane.state().pending_count()?).unwrap_or(0);
@@ -177,16 +211,87 @@ pub async fn transcripts(command: TranscriptsCommand) -> anyhow::Result<ExitCode
     Ok(exit_code(status, dead + pending))
 }
 
+/// `transcripts flush`: the state file's one background flusher (a second one exits at once).
+async fn flush(common: &Common, idle_ms: u64) -> anyhow::Result<ExitCode> {
+    let state_file = state_path(common, None)?;
+    let lock = TranscriptState::open(&state_file, &common.identity, &common.target)?;
+    let Some(mut held) = lock.try_lock(LockKind::Flusher)? else {
+        return Ok(exit::code(exit::DELIVERED));
+    };
+    let mut lane = lane(
+        JsonlDirSource::new(state_file.parent().unwrap_or(Path::new("."))),
+        common,
+        &state_file,
+        Settings::default(),
+        Start::Join,
+    )?;
+    let idle = Duration::from_millis(idle_ms);
+    loop {
+        let status = lane.flush_scheduled(idle).await?;
+        drop(held);
+        // A hook that marked a file just as this flusher found nothing due saw the lock held and
+        // started no other: look once more after letting go, and carry on if it is there.
+        let due_soon = lane
+            .state()
+            .next_due_ms()?
+            .is_some_and(|at| at <= chrono::Utc::now().timestamp_millis() + idle_ms as i64);
+        if status != TranscriptStatus::Running || !due_soon {
+            let pending = usize::try_from(lane.state().pending_count()?).unwrap_or(0);
+            return Ok(exit_code(status, pending));
+        }
+        match lock.try_lock(LockKind::Flusher)? {
+            Some(again) => held = again,
+            None => return Ok(exit::code(exit::DELIVERED)),
+        }
+    }
+}
+
+/// Start the state file's background flusher (`transcripts flush`), detached: no terminal, no
+/// output, its own process group, the token in its environment (never on a command line). A
+/// flusher already running makes the new one exit at once.
+fn start_flusher(common: &Common, state_file: &Path) -> anyhow::Result<()> {
+    let (Some(url), Some(token)) = (&common.url, &common.token) else {
+        eprintln!(
+            "syncplane-agent: no --url or --token: the file is marked, and waits for a lane, a push or a terminal hook"
+        );
+        return Ok(());
+    };
+    let exe = std::env::current_exe().context("the syncplane-agent executable")?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args(["transcripts", "flush", "--state"])
+        .arg(state_file)
+        .args(["--target", &common.target, "--identity", &common.identity])
+        .env("SYNCPLANE_AGENT_URL", url)
+        .env("SYNCPLANE_AGENT_TOKEN", token)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    cmd.spawn().context("starting the background flusher")?;
+    Ok(())
+}
+
 pub async fn hook(hook: Hook) -> anyhow::Result<ExitCode> {
-    let file = JsonlDirSource::file(&hook.session, &hook.file)
+    // The path as the flusher (another process, perhaps another directory) will read it.
+    let path = std::fs::canonicalize(&hook.file).unwrap_or_else(|_| hook.file.clone());
+    let file = JsonlDirSource::file(&hook.session, &path)
         .with_context(|| format!("--file {}", hook.file.display()))?;
     let state_file = state_path(&hook.common, hook.dir.as_deref())?;
+    let state_file = match state_file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => std::fs::canonicalize(dir)
+            .map(|d| d.join(state_file.file_name().unwrap_or_default()))
+            .unwrap_or(state_file),
+        _ => state_file,
+    };
     if !is_terminal(&hook.event) {
         let mut state =
             TranscriptState::open(&state_file, &hook.common.identity, &hook.common.target)?;
         let at = chrono::Utc::now().timestamp_millis()
             + i64::try_from(hook.debounce_ms).unwrap_or(i64::MAX / 2);
         state.schedule(&file, at)?;
+        drop(state);
+        start_flusher(&hook.common, &state_file)?;
         return Ok(exit::code(exit::DELIVERED));
     }
     let root = hook
@@ -199,6 +304,7 @@ pub async fn hook(hook: Hook) -> anyhow::Result<ExitCode> {
         &hook.common,
         &state_file,
         Settings::default(),
+        Start::Join,
     )?;
     let (pending, status) = lane.flush_now(&file).await?;
     let dead = lane

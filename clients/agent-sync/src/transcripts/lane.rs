@@ -38,7 +38,7 @@ use crate::transcripts::schedule::{
 };
 use crate::transcripts::segment::{Caps, Segment, SegmentError, stage_after};
 use crate::transcripts::source::{TranscriptFile, TranscriptSource};
-use crate::transcripts::state::{Progress, StateError, TranscriptState};
+use crate::transcripts::state::{LockKind, Progress, StateError, TranscriptState};
 use crate::transcripts::transport::{Api, FileRef, Hello, IntentRequest, TranscriptTransport};
 use crate::transcripts::verify::{self, HEAD_BYTES};
 
@@ -76,6 +76,11 @@ pub struct TranscriptLane<S: TranscriptSource, A: Api = TranscriptTransport> {
     observer: Option<Box<dyn TranscriptObserver>>,
 }
 
+/// How long a terminal hook waits for another process's upload lock on the state file.
+const UPLOAD_LOCK_WAIT: Duration = Duration::from_secs(10);
+/// How often a held lock (or a due time to come) is looked at again.
+const LOCK_POLL: Duration = Duration::from_millis(50);
+
 fn key(session_id: &str, file_id: &str) -> String {
     format!("{session_id}\u{0}{file_id}")
 }
@@ -89,14 +94,28 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
     /// deterministically are due again.
     pub fn new(
         source: S,
-        mut state: TranscriptState,
+        state: TranscriptState,
         api: A,
         clock: Arc<dyn Clock>,
         settings: Settings,
         target: &str,
     ) -> Result<Self, LaneError> {
-        state.release_deterministic(clock.now_ms())?;
-        Ok(Self {
+        let mut lane = Self::attach(source, state, api, clock, settings, target);
+        lane.state.release_deterministic(lane.clock.now_ms())?;
+        Ok(lane)
+    }
+
+    /// A lane that joins a state file the app's lane keeps (a hook's process): not a cold start,
+    /// so what was set aside stays aside.
+    pub fn attach(
+        source: S,
+        state: TranscriptState,
+        api: A,
+        clock: Arc<dyn Clock>,
+        settings: Settings,
+        target: &str,
+    ) -> Self {
+        Self {
             source,
             state,
             api,
@@ -114,7 +133,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
             hooks: Hooks::default(),
             figures: Figures::default(),
             observer: None,
-        })
+        }
     }
 
     pub fn with_observer(mut self, observer: Box<dyn TranscriptObserver>) -> Self {
@@ -212,6 +231,17 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
             }
         }
         self.state.recover_due(now)?;
+        self.send_due(now).await
+    }
+
+    /// The due files' segments, under the state file's upload lock: while another process (a
+    /// hook's flusher, a terminal hook, another lane) sends from it, nothing is sent here and the
+    /// next tick tries again.
+    async fn send_due(&mut self, now: i64) -> Result<TickReport, LaneError> {
+        let Some(_upload) = self.state.try_lock(LockKind::Upload)? else {
+            tracing::debug!("another process is sending from this state file: next tick");
+            return Ok(TickReport::default());
+        };
         let mut report = TickReport::default();
         self.segments_left = self.settings.segments_per_tick;
         for p in self.state.due(now, self.settings.files_per_tick)? {
@@ -239,12 +269,62 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         if !self.ready(now).await? {
             return Ok((true, self.status));
         }
+        // Another process sending from this state file is waited for a while; past that, the
+        // file is due now and that process (a lane, or a hook's flusher) sends it.
+        let mut waited = Duration::ZERO;
+        let _upload = loop {
+            match self.state.try_lock(LockKind::Upload)? {
+                Some(guard) => break guard,
+                None if waited < UPLOAD_LOCK_WAIT => {
+                    tokio::time::sleep(LOCK_POLL).await;
+                    waited += LOCK_POLL;
+                }
+                None => return Ok((true, self.status)),
+            }
+        };
         self.segments_left = usize::MAX;
         if let Some(p) = self.state.get(&file.session_id, &file.file_id)? {
             self.flush(p, now).await?;
         }
         let pending = self.state.is_pending(&file.session_id, &file.file_id)?;
         Ok((pending, self.status))
+    }
+
+    /// What a hook's background flusher does: send the files hooks made due, each when its time
+    /// comes (an activity hook's debounce), without sweeping, and return when nothing is due within
+    /// `idle` (a file backing off longer is left to the next hook, push or lane) or the lane
+    /// stops (paused, parked, idle).
+    pub async fn flush_scheduled(&mut self, idle: Duration) -> Result<TranscriptStatus, LaneError> {
+        loop {
+            for (file, trigger) in self.hooks.take() {
+                self.enqueue(&file, trigger)?;
+            }
+            let now = self.clock.now_ms();
+            let Some(next) = self.state.next_due_ms()? else {
+                return Ok(self.status);
+            };
+            let next = next.max(self.quiet_until_ms);
+            if next > at(now, idle) {
+                return Ok(self.status);
+            }
+            if next > now {
+                // Polled, so a hook that asks for an earlier time is seen.
+                let wait = Duration::from_millis(u64::try_from(next - now).unwrap_or(0));
+                tokio::time::sleep(wait.min(LOCK_POLL * 4)).await;
+                continue;
+            }
+            if !self.ready(now).await? {
+                return Ok(self.status);
+            }
+            self.state.recover_due(now)?;
+            let report = self.send_due(now).await?;
+            if self.status != TranscriptStatus::Running {
+                return Ok(self.status);
+            }
+            if report.files == 0 {
+                tokio::time::sleep(LOCK_POLL).await;
+            }
+        }
     }
 
     /// Ask hello when there is none (or the lane is not running); whether the lane may send.

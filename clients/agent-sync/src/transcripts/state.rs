@@ -24,8 +24,29 @@ use crate::transcripts::outcome::Kind;
 use crate::transcripts::source::TranscriptFile;
 
 #[derive(Debug, thiserror::Error)]
-#[error("transcript state database: {0}")]
-pub struct StateError(#[from] rusqlite::Error);
+pub enum StateError {
+    #[error("transcript state database: {0}")]
+    Db(#[from] rusqlite::Error),
+    #[error("transcript state lock file: {0}")]
+    Lock(#[from] std::io::Error),
+}
+
+/// One of the two advisory locks beside the state file (flock, released when the process ends
+/// however it ends): which process uploads now, and which process is the background flusher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockKind {
+    /// Held while segments are sent: a lane's tick, a flusher's pass, a terminal hook. The lane
+    /// of a `push`, an embedded lane and hook processes over one state file never send the same
+    /// bytes twice: each reads the files' progress after taking it.
+    Upload,
+    /// Held by the one background flusher a state file has (`syncplane-agent transcripts
+    /// flush`, started by activity hooks).
+    Flusher,
+}
+
+/// A held lock (none for an in-memory state: one process, one lane).
+#[derive(Debug)]
+pub struct LockGuard(#[allow(dead_code)] Option<std::fs::File>);
 
 const SCHEMA: &str = "
 PRAGMA journal_mode = WAL;
@@ -120,6 +141,8 @@ pub struct DeadFile {
 
 pub struct TranscriptState {
     db: Connection,
+    /// The state file (`None`: in memory), beside which the locks live.
+    path: Option<PathBuf>,
 }
 
 const COLUMNS: &str = "session_id, file_id, path, generation, acked_offset, check_start,
@@ -163,14 +186,42 @@ impl TranscriptState {
     /// Open (creating) the lane's tables in the state file at `path` (the metadata lane's file
     /// is the usual one); another identity or target than the stored one clears them.
     pub fn open(path: &Path, identity: &str, target: &str) -> Result<Self, StateError> {
-        Self::with(Connection::open(path)?, identity, target)
+        Self::with(Connection::open(path)?, Some(path), identity, target)
     }
 
     pub fn in_memory(identity: &str, target: &str) -> Result<Self, StateError> {
-        Self::with(Connection::open_in_memory()?, identity, target)
+        Self::with(Connection::open_in_memory()?, None, identity, target)
     }
 
-    fn with(db: Connection, identity: &str, target: &str) -> Result<Self, StateError> {
+    /// Take `kind`'s lock if no other process holds it (`None` when one does).
+    pub fn try_lock(&self, kind: LockKind) -> Result<Option<LockGuard>, StateError> {
+        let Some(path) = &self.path else {
+            return Ok(Some(LockGuard(None)));
+        };
+        let suffix = match kind {
+            LockKind::Upload => "upload.lock",
+            LockKind::Flusher => "flusher.lock",
+        };
+        let mut name = path.as_os_str().to_owned();
+        name.push(format!(".{suffix}"));
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(PathBuf::from(name))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Some(LockGuard(Some(file)))),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+        }
+    }
+
+    fn with(
+        db: Connection,
+        path: Option<&Path>,
+        identity: &str,
+        target: &str,
+    ) -> Result<Self, StateError> {
         db.busy_timeout(std::time::Duration::from_secs(5))?;
         db.execute_batch(SCHEMA)?;
         for (column, add) in ADDED_COLUMNS {
@@ -183,7 +234,10 @@ impl TranscriptState {
                 db.execute_batch(add)?;
             }
         }
-        let mut s = Self { db };
+        let mut s = Self {
+            db,
+            path: path.map(Path::to_owned),
+        };
         s.bind(identity, target)?;
         Ok(s)
     }

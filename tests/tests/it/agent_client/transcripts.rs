@@ -4,6 +4,7 @@
 //! These need the server's transcript routes (the transcript server work); before they are
 //! merged, the hello-ack has no `agentTranscriptUpload` and every test but the idle one fails.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use shared::ingest::provision;
@@ -563,4 +564,212 @@ async fn a_file_rewritten_in_place_to_the_same_length_is_archived_again_by_the_n
         .collect();
     let got = archived_lines(&env, &read_token(&env).await, "s-1", "s-1.jsonl").await;
     assert_eq!(got, want, "the archive reads back the new content");
+}
+
+/// `syncplane-agent hook <event> --session S --file F --dir D` with the env's server and token.
+fn hook_command(
+    env: &Env,
+    dir: &std::path::Path,
+    event: &str,
+    session: &str,
+    file: &std::path::Path,
+    debounce_ms: u64,
+) -> std::process::Command {
+    let mut cmd =
+        std::process::Command::new(syncplane_tests::processes::workspace_bin("syncplane-agent"));
+    cmd.args(["hook", event, "--session", session, "--file"])
+        .arg(file)
+        .arg("--dir")
+        .arg(dir)
+        .args(["--debounce-ms", &debounce_ms.to_string()])
+        .args(["--url", &env.server.url(), "--target", TARGET])
+        .env_clear()
+        .env("SYNCPLANE_AGENT_TOKEN", &env.token)
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
+/// When the server answered each transcript upload (direct PUT).
+fn upload_times(env: &Env) -> Vec<std::time::Instant> {
+    env.server
+        .seen()
+        .iter()
+        .filter(|s| s.method == "PUT" && s.path.contains("/transcripts/uploads/"))
+        .map(|s| s.at)
+        .collect()
+}
+
+/// Issue 31 point 3: with hooks alone (no lane process), two ordinary events 0.6 s apart give
+/// exactly one upload carrying both appends, at the end of the debounce window (not before half
+/// of it), and each hook command returns at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_alone_flush_ordinary_activity_once_at_the_end_of_the_debounce() {
+    const DEBOUNCE_MS: u64 = 2_000;
+    let env = env().await;
+    let dir = env.dir.0.join("transcripts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s-1.jsonl");
+    let mut bytes = transcript(0, 10);
+    std::fs::write(&path, &bytes).unwrap();
+    // The first part archived by a terminal hook (one process, no lane left running).
+    let out = hook_command(&env, &dir, "stop", "s-1", &path, DEBOUNCE_MS)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        archived(&env, "s-1", "s-1.jsonl").await,
+        Some((1, bytes.len() as i64))
+    );
+    let before = upload_times(&env).len();
+
+    let append = |bytes: &mut Vec<u8>, from: usize| {
+        let more = transcript(from, 3);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, &more).unwrap();
+        bytes.extend_from_slice(&more);
+    };
+    append(&mut bytes, 10);
+    let first = std::time::Instant::now();
+    let out = hook_command(&env, &dir, "post-tool-use", "s-1", &path, DEBOUNCE_MS)
+        .output()
+        .unwrap();
+    let took = first.elapsed();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        took < std::time::Duration::from_millis(DEBOUNCE_MS / 4),
+        "the hook returned after {took:?}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    append(&mut bytes, 13);
+    let second = std::time::Instant::now();
+    let out = hook_command(&env, &dir, "post-tool-use", "s-1", &path, DEBOUNCE_MS)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    assert!(second.elapsed() < std::time::Duration::from_millis(DEBOUNCE_MS / 4));
+
+    // Nothing before the window's end; then one upload with both appends.
+    let deadline = first + std::time::Duration::from_millis(DEBOUNCE_MS * 4);
+    while archived(&env, "s-1", "s-1.jsonl").await != Some((1, bytes.len() as i64)) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never flushed: {:?}",
+            archived(&env, "s-1", "s-1.jsonl").await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let sent = upload_times(&env);
+    assert_eq!(
+        sent.len() - before,
+        1,
+        "exactly one upload for both appends"
+    );
+    let after = sent[before].duration_since(first);
+    assert!(
+        after >= std::time::Duration::from_millis(DEBOUNCE_MS / 2),
+        "uploaded {after:?} after the first event, before half the {DEBOUNCE_MS} ms window"
+    );
+    let segments: i64 = sqlx::query_scalar("SELECT count(*) FROM transcript_segments")
+        .fetch_one(&env.db.pool)
+        .await
+        .unwrap();
+    assert_eq!(segments, 2, "the terminal hook's and the debounced one's");
+}
+
+/// Issue 31 point 3: an embedded lane running over the same state file while hook processes
+/// (activity and terminal) come and go never sends the same bytes twice: every upload the server
+/// answered became a segment, and no intent met another process's segment (`409`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_lane_and_hook_processes_never_upload_the_same_bytes_twice() {
+    use syncplane_agent::{
+        JsonlDirSource, SystemClock, TokenHandle, TranscriptState, TranscriptTransport,
+    };
+    let env = env().await;
+    let dir = env.dir.0.join("transcripts");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("s-1.jsonl");
+    let mut bytes = transcript(0, 5);
+    std::fs::write(&path, &bytes).unwrap();
+    // The app's embedded lane: the CLI's state file in the same directory.
+    let state = TranscriptState::open(&dir.join(".syncplane-agent.db"), "default", TARGET).unwrap();
+    let transport = TranscriptTransport::new(
+        &env.server.url(),
+        TokenHandle::new(Some(env.token.clone())),
+        Duration::from_secs(8),
+    )
+    .unwrap();
+    let settings = syncplane_agent::transcripts::Settings {
+        tick: Duration::from_millis(40),
+        debounce: Duration::from_millis(300),
+        ..Default::default()
+    };
+    let mut lane = syncplane_agent::TranscriptLane::new(
+        JsonlDirSource::new(&dir),
+        state,
+        transport,
+        Arc::new(SystemClock),
+        settings,
+        TARGET,
+    )
+    .unwrap();
+    let running = tokio::spawn(async move { lane.run().await });
+    for round in 0..12 {
+        let more = transcript(5 + round * 4, 4);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        std::io::Write::write_all(&mut f, &more).unwrap();
+        bytes.extend_from_slice(&more);
+        let event = if round % 4 == 3 {
+            "stop"
+        } else {
+            "post-tool-use"
+        };
+        let mut cmd = hook_command(&env, &dir, event, "s-1", &path, 300);
+        let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+            .await
+            .unwrap();
+        assert!(
+            matches!(out.status.code(), Some(0 | 2)),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        tokio::time::sleep(Duration::from_millis(120)).await;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while archived(&env, "s-1", "s-1.jsonl").await != Some((1, bytes.len() as i64)) {
+        assert!(std::time::Instant::now() < deadline, "not all archived");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    running.abort();
+    let segments: i64 = sqlx::query_scalar("SELECT count(*) FROM transcript_segments")
+        .fetch_one(&env.db.pool)
+        .await
+        .unwrap();
+    let seen = env.server.seen();
+    let puts = seen
+        .iter()
+        .filter(|s| s.method == "PUT" && s.path.contains("/uploads/"))
+        .count();
+    let conflicts = seen
+        .iter()
+        .filter(|s| s.path.contains("/transcripts/") && s.status == 409)
+        .count();
+    assert_eq!(
+        puts as i64, segments,
+        "every upload became a segment: none sent twice"
+    );
+    assert_eq!(conflicts, 0, "no intent met bytes another process had sent");
 }
