@@ -9,7 +9,7 @@ use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
 use shared::archive::retention;
 use shared::ingest::listing;
-use shared::ingest::provision::{self, NewOrg};
+use shared::ingest::provision::{self, GlobalFeature, NewOrg, OrgSettings};
 use shared::ingest::transcripts::read_auth;
 use sqlx::PgPool;
 
@@ -22,6 +22,21 @@ pub enum Switch {
 impl Switch {
     fn on(self) -> bool {
         matches!(self, Switch::On)
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Lane {
+    Sessions,
+    Transcripts,
+}
+
+impl Lane {
+    fn feature(self) -> GlobalFeature {
+        match self {
+            Lane::Sessions => GlobalFeature::Sessions,
+            Lane::Transcripts => GlobalFeature::Transcripts,
+        }
     }
 }
 
@@ -59,26 +74,42 @@ pub enum IngestCommand {
         #[arg(long, value_enum, default_value = "off")]
         frustration: Switch,
     },
-    /// Change an org's policy, gate, frustration opt-in or transcript retention.
+    /// Change an org's policy, gates, frustration opt-in or transcript retention; prints the
+    /// org's settings as `orgs` lists them.
     SetOrg {
         /// The org's id (printed by create-org).
         org_id: i64,
         #[arg(long, value_enum)]
         sync_policy: Option<Policy>,
+        /// The metadata lane's org-level feature gate.
         #[arg(long, value_enum)]
         feature_gate: Option<Switch>,
         #[arg(long, value_enum)]
         frustration: Option<Switch>,
+        /// The org's transcript gate: off refuses the transcript lane (403 transcripts_disabled)
+        /// and leaves the metadata lane as it is.
+        #[arg(long, value_enum)]
+        transcripts: Option<Switch>,
         /// Delete the org's transcript segments older than N days (1 to 36500), or `off` to keep
         /// them forever (`syncplane transcripts expire` deletes).
         #[arg(long, value_name = "N|off")]
         transcript_retention_days: Option<Retention>,
     },
-    /// Switch the capability on or off globally.
+    /// Switch a lane on or off globally (every org).
     SetGlobalFeature {
         /// on or off.
         #[arg(value_enum)]
         state: Switch,
+        /// Which lane: sessions (the metadata lane) or transcripts.
+        #[arg(long, value_enum, default_value = "sessions")]
+        lane: Lane,
+    },
+    /// List every org's settings: sync policy, feature gate, frustration opt-in, transcript gate
+    /// and retention, after the global switches.
+    Orgs {
+        /// Print JSON: `{"global": {...}, "orgs": [...]}`.
+        #[arg(long)]
+        json: bool,
     },
     /// Create a user in an org; prints its id alone on stdout.
     CreateUser {
@@ -167,17 +198,22 @@ pub async fn run(
             sync_policy,
             feature_gate,
             frustration,
+            transcripts,
             transcript_retention_days,
         } => {
             let flags = OrgFlags {
                 sync_policy,
                 feature_gate,
                 frustration,
+                transcripts,
                 retention: transcript_retention_days,
             };
             set_org(&pool, org_id, flags, out).await?
         }
-        IngestCommand::SetGlobalFeature { state } => set_global_feature(&pool, state, out).await?,
+        IngestCommand::SetGlobalFeature { state, lane } => {
+            set_global_feature(&pool, lane, state, out).await?
+        }
+        IngestCommand::Orgs { json } => list_orgs(&pool, json, out).await?,
         IngestCommand::CreateUser { org_id, name } => {
             let id = provision::create_user(&pool, org_id, &name).await?;
             eprintln!("user {id} created in org {org_id}");
@@ -215,15 +251,69 @@ pub async fn run(
     Ok(ExitCode::SUCCESS)
 }
 
-/// `set-global-feature`: the capability's global switch.
+/// `set-global-feature`: a lane's global switch.
 async fn set_global_feature(
     pool: &PgPool,
+    lane: Lane,
     state: Switch,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    provision::set_global_feature(pool, state.on()).await?;
-    let state = if state.on() { "on" } else { "off" };
-    writeln!(out, "agent session sync globally {state}")?;
+    provision::set_global_feature(pool, lane.feature(), state.on()).await?;
+    let what = match lane {
+        Lane::Sessions => "agent session sync",
+        Lane::Transcripts => "agent transcript sync",
+    };
+    writeln!(out, "{what} globally {}", on_off(state.on()))?;
+    Ok(())
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
+}
+
+/// One org's settings on one line.
+fn org_settings_line(o: &OrgSettings) -> String {
+    let policy = o.sync_policy.map_or("none (off)", on_off);
+    let retention = o
+        .transcript_retention_days
+        .map_or("kept forever".to_owned(), |d| format!("{d} days"));
+    format!(
+        "org {} {:?}: sync policy {policy}, feature gate {}, frustration {}, transcripts {}, transcript retention {retention}",
+        o.id,
+        o.name,
+        on_off(o.feature_gate),
+        on_off(o.frustration_opt_in),
+        on_off(o.transcript_gate),
+    )
+}
+
+/// `orgs`: the global switches, then every org's settings.
+async fn list_orgs(pool: &PgPool, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let global = provision::global_features(pool).await?;
+    let orgs = provision::org_settings(pool, None).await?;
+    if json {
+        let global: serde_json::Map<String, serde_json::Value> = global
+            .iter()
+            .map(|(flag, on)| ((*flag).to_owned(), serde_json::Value::Bool(*on)))
+            .collect();
+        let doc = serde_json::json!({ "global": global, "orgs": orgs });
+        writeln!(out, "{}", serde_json::to_string_pretty(&doc)?)?;
+        return Ok(());
+    }
+    let global: Vec<String> = global
+        .iter()
+        .map(|(flag, on)| format!("{flag} {}", on_off(*on)))
+        .collect();
+    writeln!(out, "global: {}", global.join(", "))?;
+    if orgs.is_empty() {
+        writeln!(
+            out,
+            "no org yet (`syncplane ingest create-org NAME` creates one)"
+        )?;
+    }
+    for o in &orgs {
+        writeln!(out, "{}", org_settings_line(o))?;
+    }
     Ok(())
 }
 
@@ -258,6 +348,7 @@ pub struct OrgFlags {
     pub sync_policy: Option<Policy>,
     pub feature_gate: Option<Switch>,
     pub frustration: Option<Switch>,
+    pub transcripts: Option<Switch>,
     pub retention: Option<Retention>,
 }
 
@@ -271,8 +362,11 @@ async fn set_org(
     let mut found = provision::set_org_flags(
         pool,
         org_id,
-        flags.feature_gate.map(Switch::on),
-        flags.frustration.map(Switch::on),
+        provision::OrgFlags {
+            feature_gate: flags.feature_gate.map(Switch::on),
+            frustration_opt_in: flags.frustration.map(Switch::on),
+            transcript_gate: flags.transcripts.map(Switch::on),
+        },
     )
     .await?;
     if let Some(policy) = flags.sync_policy {
@@ -284,7 +378,9 @@ async fn set_org(
     if !found {
         anyhow::bail!("org {org_id} not found");
     }
-    writeln!(out, "org {org_id} updated")?;
+    for o in provision::org_settings(pool, Some(org_id)).await? {
+        writeln!(out, "{}", org_settings_line(&o))?;
+    }
     Ok(())
 }
 

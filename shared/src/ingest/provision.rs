@@ -1,5 +1,5 @@
-//! Provisioning who may sync: orgs (with sync policy, feature gate and frustration opt-in),
-//! users, compute targets and device tokens. The `syncplane` CLI, the migrate function's
+//! Provisioning who may sync: orgs (with sync policy, feature gate, frustration opt-in and the
+//! transcript gate, and their settings as listed), users, compute targets and device tokens. The `syncplane` CLI, the migrate function's
 //! `provision` action (`super::admin`, issue 21 point 15: inside the VPC, in one transaction) and
 //! the tests call these: each takes a pool or a connection (a transaction).
 //!
@@ -90,37 +90,116 @@ async fn set_sync_policy_in(
     Ok(())
 }
 
-/// Org-level switches; `None` leaves a setting as it is. Returns whether the org exists.
+/// Org-level switches; `None` leaves a setting as it is.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OrgFlags {
+    /// The metadata lane's org-level feature gate.
+    pub feature_gate: Option<bool>,
+    pub frustration_opt_in: Option<bool>,
+    /// The transcript lane's org-level gate (`403 transcripts_disabled` when off).
+    pub transcript_gate: Option<bool>,
+}
+
+/// Set the org's switches. Returns whether the org exists.
 pub async fn set_org_flags(
     pool: &PgPool,
     org_id: i64,
-    feature_gate: Option<bool>,
-    frustration_opt_in: Option<bool>,
+    flags: OrgFlags,
 ) -> Result<bool, sqlx::Error> {
     let done = sqlx::query(
         "UPDATE orgs SET session_sync_gate = coalesce($2, session_sync_gate),
-                         frustration_opt_in = coalesce($3, frustration_opt_in)
+                         frustration_opt_in = coalesce($3, frustration_opt_in),
+                         transcript_gate = coalesce($4, transcript_gate)
           WHERE id = $1",
     )
     .bind(org_id)
-    .bind(feature_gate)
-    .bind(frustration_opt_in)
+    .bind(flags.feature_gate)
+    .bind(flags.frustration_opt_in)
+    .bind(flags.transcript_gate)
     .execute(pool)
     .await?;
     Ok(done.rows_affected() == 1)
 }
 
-/// The global switch of the capability.
-pub async fn set_global_feature(pool: &PgPool, enabled: bool) -> Result<(), sqlx::Error> {
+/// An org's settings, as `syncplane ingest orgs` lists them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct OrgSettings {
+    pub id: i64,
+    pub name: String,
+    /// `None`: no policy row (ingest treats it as off).
+    pub sync_policy: Option<bool>,
+    pub feature_gate: bool,
+    pub frustration_opt_in: bool,
+    pub transcript_gate: bool,
+    /// `None`: transcripts kept forever.
+    pub transcript_retention_days: Option<i32>,
+}
+
+/// The settings of `org` (or of every org, by id).
+pub async fn org_settings(
+    pool: &PgPool,
+    org: Option<i64>,
+) -> Result<Vec<OrgSettings>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT o.id, o.name, p.session_sync_enabled AS sync_policy,
+                o.session_sync_gate AS feature_gate, o.frustration_opt_in, o.transcript_gate,
+                o.transcript_retention_days
+           FROM orgs o LEFT JOIN org_sync_policies p ON p.org_id = o.id
+          WHERE $1::bigint IS NULL OR o.id = $1 ORDER BY o.id",
+    )
+    .bind(org)
+    .fetch_all(pool)
+    .await
+}
+
+/// The global switches (table `feature_flags`; a missing row is off).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GlobalFeature {
+    /// The metadata lane (`agent_session_sync`).
+    Sessions,
+    /// The transcript lane (`agent_transcript_sync`).
+    Transcripts,
+}
+
+impl GlobalFeature {
+    pub fn flag(self) -> &'static str {
+        match self {
+            Self::Sessions => FEATURE_FLAG,
+            Self::Transcripts => crate::archive::gates::TRANSCRIPT_FLAG,
+        }
+    }
+}
+
+/// Set a global switch.
+pub async fn set_global_feature(
+    pool: &PgPool,
+    feature: GlobalFeature,
+    enabled: bool,
+) -> Result<(), sqlx::Error> {
     sqlx::query(
         "INSERT INTO feature_flags (name, enabled) VALUES ($1, $2)
          ON CONFLICT (name) DO UPDATE SET enabled = EXCLUDED.enabled, updated_at = now()",
     )
-    .bind(FEATURE_FLAG)
+    .bind(feature.flag())
     .bind(enabled)
     .execute(pool)
     .await?;
     Ok(())
+}
+
+/// The global switches, `(flag, on)` (a flag without a row is off).
+pub async fn global_features(pool: &PgPool) -> Result<Vec<(&'static str, bool)>, sqlx::Error> {
+    let mut out = Vec::new();
+    for feature in [GlobalFeature::Sessions, GlobalFeature::Transcripts] {
+        let on: Option<bool> =
+            sqlx::query_scalar("SELECT enabled FROM feature_flags WHERE name = $1")
+                .bind(feature.flag())
+                .fetch_optional(pool)
+                .await?;
+        out.push((feature.flag(), on == Some(true)));
+    }
+    Ok(out)
 }
 
 pub async fn create_user(

@@ -361,3 +361,101 @@ async fn search_prints_the_hits_of_the_read_api_and_refuses_an_empty_query() {
     assert_eq!(code, ExitCode::from(2));
     assert!(out.starts_with("refused (empty_query)"), "{out}");
 }
+
+/// Issue 31 point 5: `syncplane ingest set-org ORG --transcripts off|on` switches the org's
+/// transcript gate (the transcript lane answers `403 transcripts_disabled`, the metadata lane
+/// goes on), `set-global-feature --lane transcripts` the global one, and both are shown where the
+/// org's settings are listed (`ingest orgs`, and what `set-org` prints).
+#[tokio::test]
+async fn an_operator_switches_the_transcript_gate_and_sees_it_with_the_orgs_settings() {
+    let s = Setup::new().await;
+    let device = syncplane_tests::provisioned::device_on_target(&s.db.pool, "laptop-1").await;
+    let org = device.org.to_string();
+    let state = shared::ingest::IngestState {
+        pool: s.db.pool.clone(),
+        rate_limit_per_minute: 100,
+        admission: shared::ingest::Admission::unlimited(),
+        transcripts: syncplane_tests::transcripts::temp_state(),
+    };
+    let auth = format!("Bearer {}", device.token);
+    let send = |path: &'static str, body: Value| {
+        let (state, auth) = (state.clone(), auth.clone());
+        async move {
+            let req = syncplane_tests::apigw::request(
+                "POST",
+                path,
+                &[
+                    ("authorization", &auth),
+                    ("content-type", "application/json"),
+                ],
+                Some(&serde_json::to_vec(&body).unwrap()),
+            );
+            let r = syncplane_tests::apigw::reply(shared::ingest::handle(&state, req).await);
+            (
+                r.status,
+                r.body["error"]["code"].as_str().map(str::to_owned),
+            )
+        }
+    };
+    let intent = || {
+        send(
+            "/api/agent-sessions/transcripts/intent",
+            serde_json::json!({"computeTargetId": "laptop-1", "sessionId": "s-1",
+                "fileId": "s-1.jsonl", "generation": 1, "offset": 0, "sourceBytes": 10,
+                "decodedBytes": 10, "compressedBytes": 10, "sha256": "ab".repeat(32)}),
+        )
+    };
+    let metadata = || {
+        send(
+            "/api/agent-sessions/sync",
+            serde_json::json!({"schemaVersion": 2, "batchId": "b1", "mode": "incremental",
+                "computeTargetId": "laptop-1", "sessionCount": 1,
+                "sessions": [{"sessionId": "s1", "updatedAt": "2026-01-01T00:00:00Z",
+                              "dataRevision": "r1", "agent": "claude-code"}]}),
+        )
+    };
+    assert_eq!(intent().await, (200, None));
+
+    let (code, out) = s.syncplane(&["ingest", "orgs"]).await;
+    assert_eq!(code, ExitCode::SUCCESS, "{out}");
+    assert!(
+        out.contains("agent_transcript_sync on") && out.contains("transcripts on"),
+        "{out}"
+    );
+    let (code, out) = s
+        .syncplane(&["ingest", "set-org", &org, "--transcripts", "off"])
+        .await;
+    assert_eq!(code, ExitCode::SUCCESS, "{out}");
+    assert!(
+        out.contains(&format!("org {org} ")) && out.contains("transcripts off"),
+        "{out}"
+    );
+    assert_eq!(intent().await, (403, Some("transcripts_disabled".into())));
+    assert_eq!(
+        metadata().await.0,
+        200,
+        "the metadata lane is not the transcript gate's"
+    );
+    let (_, out) = s.syncplane(&["ingest", "orgs", "--json"]).await;
+    let listed: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(listed["orgs"][0]["transcriptGate"], false, "{out}");
+    assert_eq!(listed["global"]["agent_transcript_sync"], true);
+
+    s.syncplane(&["ingest", "set-org", &org, "--transcripts", "on"])
+        .await;
+    assert_eq!(intent().await.0, 200);
+    let (code, out) = s
+        .syncplane(&[
+            "ingest",
+            "set-global-feature",
+            "off",
+            "--lane",
+            "transcripts",
+        ])
+        .await;
+    assert_eq!(code, ExitCode::SUCCESS, "{out}");
+    assert_eq!(intent().await, (403, Some("transcripts_disabled".into())));
+    assert_eq!(metadata().await.0, 200);
+    let (_, out) = s.syncplane(&["ingest", "orgs"]).await;
+    assert!(out.contains("agent_transcript_sync off"), "{out}");
+}

@@ -287,13 +287,13 @@ async fn the_org_feature_gate_off_is_403_feature_disabled() {
 #[tokio::test]
 async fn the_global_feature_gate_off_is_403_feature_disabled() {
     let env = env().await;
-    provision::set_global_feature(&env.db.pool, false)
+    provision::set_global_feature(&env.db.pool, provision::GlobalFeature::Sessions, false)
         .await
         .unwrap();
     let r = env.post(&one()).await;
     assert_eq!((r.status, r.code()), (403, Some("feature_disabled")));
     assert_eq!(env.written().await, (0, 0));
-    provision::set_global_feature(&env.db.pool, true)
+    provision::set_global_feature(&env.db.pool, provision::GlobalFeature::Sessions, true)
         .await
         .unwrap();
     assert_eq!(env.post(&one()).await.status, 200);
