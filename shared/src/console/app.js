@@ -21,12 +21,19 @@
       else if (k.startsWith('on')) node.addEventListener(k.slice(2), v);
       else node.setAttribute(k, v === true ? '' : String(v));
     }
-    for (const kid of kids.flat()) {
+    return add(node, kids);
+  }
+  // `kids` appended to `node`, nested lists flattened at any depth (a list of [dt, dd] pairs is a
+  // list of elements) and absent ones (null, undefined, false) left out: the DOM's own append
+  // would write an absent child as the text "null".
+  function add(node, kids) {
+    for (const kid of kids.flat(Infinity)) {
       if (kid === null || kid === undefined || kid === false) continue;
       node.append(kid instanceof Node ? kid : document.createTextNode(String(kid)));
     }
     return node;
   }
+  const fill = (node, ...kids) => add(clear(node), kids);
   function svg(tag, attrs, ...kids) {
     const node = document.createElementNS(SVG, tag);
     for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
@@ -391,8 +398,13 @@
       const body = el('div', { class: 'doc-body' });
       if (typeof d.html === 'string') body.innerHTML = d.html; // sanitized by the server (ammonia)
       else body.append(el('p', { class: 'note', text: 'This document was synced before sources were kept; its plain text follows.' }), el('pre', { class: 'plain', text: d.body }));
+      const first = body.firstElementChild;
+      if (first && /^H[1-6]$/.test(first.tagName) && first.textContent.trim() === h1.textContent.trim()) {
+        // The page's heading is the document's first: shown once, its anchor kept for links to it.
+        first.replaceWith(...first.querySelectorAll('[id]'));
+      }
       const fm = Object.entries(d.frontmatter || {});
-      clear(box).append(
+      fill(box,
         el('p', { class: 'meta' }, el('a', { href: '#/repos/' + encPath(full), text: full }), ' · ', el('span', { class: 'path', text: d.path }), ' · updated ', when(d.updatedAt)),
         el('p', { class: 'meta' }, d.codeOwners && d.codeOwners.length ? 'Owners: ' + d.codeOwners.join(', ') : 'No code owner',
           d.githubUrl ? [' · ', el('a', { href: d.githubUrl, rel: 'noopener noreferrer', text: 'View on GitHub' })] : null),

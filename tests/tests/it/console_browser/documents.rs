@@ -143,3 +143,69 @@ async fn a_document_with_raw_html_script_javascript_links_onerror_and_mdx_render
     assert_eq!(hash, "#/doc/acme/handbook/docs/hostile.md");
     b.close().await;
 }
+
+/// Issue 31 point 6: a document's frontmatter, once its disclosure is opened, lists its keys and
+/// values (not `[object HTMLElement]`).
+#[tokio::test]
+async fn a_documents_frontmatter_lists_its_keys_and_values_once_opened() {
+    let site = Site::new().await;
+    let b = site.signed_in(TOKEN, false).await;
+    go(&b, "#/doc/acme/handbook/docs/guide.md").await;
+    b.click("main details.frontmatter summary").await;
+    let keys = b
+        .js("return [...document.querySelectorAll('main details.frontmatter dt')].map(e => e.textContent);")
+        .await;
+    let values = b
+        .js("return [...document.querySelectorAll('main details.frontmatter dd')].map(e => e.textContent);")
+        .await;
+    assert_eq!(
+        keys,
+        serde_json::json!(["owner", "tags", "title"]),
+        "{keys}"
+    );
+    assert_eq!(
+        values,
+        serde_json::json!([
+            "docs-team",
+            "[\"ops\",\"deploy\"]",
+            "Deploying the handbook"
+        ]),
+        "{values}"
+    );
+    assert!(!b.text("main details.frontmatter").await.contains("[object"));
+    b.close().await;
+}
+
+/// Issue 31 point 6: a document without frontmatter (most documents) shows no `null`, and a title
+/// that is the document's first heading is printed once.
+#[tokio::test]
+async fn a_document_without_frontmatter_shows_no_null_and_its_title_once() {
+    let site = Site::new().await;
+    let b = site.signed_in(TOKEN, false).await;
+    for (path, title) in [
+        ("docs/birds/b00.md", "Bird 00"),
+        ("docs/guide.md", "Deploying the handbook"),
+    ] {
+        go(&b, &format!("#/doc/acme/handbook/{path}")).await;
+        let text = b.text("main").await;
+        assert!(
+            !text.split_whitespace().any(|w| w == "null"),
+            "{path}: {text}"
+        );
+        let shown = b
+            .js(&format!(
+                "return [...document.querySelectorAll('main h1, main h2, main h3')].filter(e => e.textContent.trim() === {}).length;",
+                serde_json::to_string(title).unwrap()
+            ))
+            .await;
+        assert_eq!(shown, 1, "{path}: the title once");
+        if path.contains("birds") {
+            assert_eq!(
+                count(&b, "main details.frontmatter").await,
+                0,
+                "no frontmatter to show"
+            );
+        }
+    }
+    b.close().await;
+}
