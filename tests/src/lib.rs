@@ -8,6 +8,7 @@ pub mod browser;
 pub mod cli;
 pub mod db;
 pub mod fake_github;
+pub mod images;
 pub mod imports;
 pub mod lane_proxy;
 pub mod openapi;

@@ -75,6 +75,14 @@ pub enum ApiError {
     /// `format` other than `markdown` or `html` on a document or README route.
     #[error("format must be markdown or html")]
     InvalidFormat,
+    /// The image route: the document does not reference this image of the repository, or the
+    /// repository has no such file at the synced commit.
+    #[error("the document references no image of the repository by this src")]
+    ImageNotFound,
+    #[error("the image is larger than 5 MiB")]
+    ImageTooLarge,
+    #[error("the file is not an image the console shows (PNG, JPEG, GIF, WebP, AVIF or SVG)")]
+    ImageTypeUnsupported,
 }
 
 impl ApiError {
@@ -88,7 +96,10 @@ impl ApiError {
             | Self::UnknownRepository
             | Self::DocumentNotFound
             | Self::PathIsFolder
-            | Self::ReadmeNotFound => StatusCode::NOT_FOUND,
+            | Self::ReadmeNotFound
+            | Self::ImageNotFound => StatusCode::NOT_FOUND,
+            Self::ImageTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::ImageTypeUnsupported => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Unauthenticated => StatusCode::UNAUTHORIZED,
             Self::InvalidJson
@@ -146,6 +157,9 @@ impl ApiError {
             Self::PathIsFolder => "path_is_folder",
             Self::ReadmeNotFound => "readme_not_found",
             Self::InvalidFormat => "invalid_format",
+            Self::ImageNotFound => "image_not_found",
+            Self::ImageTooLarge => "image_too_large",
+            Self::ImageTypeUnsupported => "image_type_unsupported",
         }
     }
 }

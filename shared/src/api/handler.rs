@@ -59,9 +59,9 @@ pub async fn handle(state: &AppState, req: Request) -> Response<Body> {
     }
     let result = route(state, &req).await;
     match &result {
-        Ok((status, _)) => tracing::info!(
+        Ok(answer) => tracing::info!(
             path = req.uri().path(),
-            status = status.as_u16(),
+            status = answer.status().as_u16(),
             "sync API ok"
         ),
         Err(e) => tracing::info!(
@@ -71,7 +71,57 @@ pub async fn handle(state: &AppState, req: Request) -> Response<Body> {
             "sync API refused"
         ),
     }
-    result_response(&result)
+    match result {
+        Ok(Answer::Json(status, data)) => result_response::<_, ApiError>(&Ok((status, data))),
+        Ok(Answer::Image(image)) => image_response(&image, &req),
+        Err(e) => error_response(&e),
+    }
+}
+
+/// What a route answers: JSON in the envelope, or an image's bytes.
+enum Answer {
+    Json(StatusCode, Value),
+    Image(read::images::Image),
+}
+
+impl Answer {
+    fn status(&self) -> StatusCode {
+        match self {
+            Self::Json(status, _) => *status,
+            Self::Image(_) => StatusCode::OK,
+        }
+    }
+}
+
+/// An image's answer: its bytes and type, `nosniff`, a sandboxing CSP, its blob SHA as the ETag
+/// (`304` without the bytes when the client holds them), revalidated on every use.
+fn image_response(image: &read::images::Image, req: &Request) -> Response<Body> {
+    let etag = format!("\"{}\"", image.blob_sha);
+    let fresh = req
+        .headers()
+        .get(http::header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag));
+    let builder = Response::builder()
+        .status(if fresh {
+            StatusCode::NOT_MODIFIED
+        } else {
+            StatusCode::OK
+        })
+        .header("content-type", image.content_type.as_str())
+        .header("etag", etag.as_str())
+        .header("cache-control", "private, no-cache")
+        .header("x-content-type-options", "nosniff")
+        .header("content-security-policy", read::images::IMAGE_CSP)
+        .header("content-disposition", "inline");
+    let body = if fresh {
+        Body::Empty
+    } else {
+        Body::Binary(image.bytes.clone())
+    };
+    builder
+        .body(body)
+        .unwrap_or_else(|_| Response::new(Body::Empty))
 }
 
 enum Route {
@@ -118,7 +168,7 @@ fn tenant<'s>(state: &'s AppState, req: &Request) -> Result<&'s TenantConfig, Ap
         .ok_or(ApiError::UnknownTenant)
 }
 
-async fn route(state: &AppState, req: &Request) -> Result<(StatusCode, Value), ApiError> {
+async fn route(state: &AppState, req: &Request) -> Result<Answer, ApiError> {
     let route = match_route(route_path(req)).ok_or(ApiError::NotFound)?;
     let (allowed, allow) = match route {
         Route::Sync => (Method::POST, "POST"),
@@ -146,22 +196,32 @@ async fn route(state: &AppState, req: &Request) -> Result<(StatusCode, Value), A
                 Access::ReadOnly => "read",
                 Access::Full => "write",
             };
-            Ok((
+            Ok(Answer::Json(
                 StatusCode::OK,
                 json!({ "access": access, "tenant": tenant.id.as_str() }),
             ))
         }
         Route::Sync => {
             let data = sync::post(state, tenant, body_bytes(req.body())).await?;
-            Ok((StatusCode::ACCEPTED, data))
+            Ok(Answer::Json(StatusCode::ACCEPTED, data))
         }
         Route::Repos => {
             let params = read::params::Params::parse(req.uri().query(), &["limit", "cursor"])?;
-            Ok((StatusCode::OK, read::repos::list(pool, &params).await?))
+            Ok(Answer::Json(
+                StatusCode::OK,
+                read::repos::list(pool, &params).await?,
+            ))
+        }
+        Route::Read(ReadRoute::Images(r)) => {
+            // The installation token, when the tenant has a GitHub App (a cached image needs none).
+            let workspace = state.tenants.workspace(tenant.id.as_str()).ok();
+            let client = workspace.as_ref().map(|w| &w.client);
+            let image = read::route::image(pool, client, &r, req.uri().query()).await?;
+            Ok(Answer::Image(image))
         }
         Route::Read(route) => {
             let data = read::route::serve(pool, tenant, route, req.uri().query()).await?;
-            Ok((StatusCode::OK, data))
+            Ok(Answer::Json(StatusCode::OK, data))
         }
         Route::Runs => {
             let params = read::params::Params::parse(req.uri().query(), &["repo"])?;
@@ -172,7 +232,7 @@ async fn route(state: &AppState, req: &Request) -> Result<(StatusCode, Value), A
             let runs = read::runs(pool, repo)
                 .await
                 .map_err(db_failure("list runs"))?;
-            Ok((StatusCode::OK, json!({ "runs": runs })))
+            Ok(Answer::Json(StatusCode::OK, json!({ "runs": runs })))
         }
         Route::Run(id) => {
             let id = id.ok_or(ApiError::RunNotFound)?;
@@ -180,7 +240,7 @@ async fn route(state: &AppState, req: &Request) -> Result<(StatusCode, Value), A
                 .await
                 .map_err(db_failure("read run"))?
                 .ok_or(ApiError::RunNotFound)?;
-            Ok((StatusCode::OK, json!(run)))
+            Ok(Answer::Json(StatusCode::OK, json!(run)))
         }
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod cursor;
 pub mod documents;
+pub mod images;
 pub mod owners;
 pub mod params;
 pub mod repos;

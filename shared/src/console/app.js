@@ -99,6 +99,32 @@
     }
     return { status: resp.status, data: body.data };
   }
+  // An image of a document, through the sync API (same origin, the reader's token), as a data:
+  // URL the page's CSP allows; `null` when it cannot be shown (missing, too large, not an image).
+  async function imageUrl(path) {
+    const token = store.getItem(KEY);
+    if (!token) return null;
+    try {
+      const resp = await fetch(apiUrl(path), { headers: { Authorization: 'Bearer ' + token }, credentials: 'omit', referrerPolicy: 'no-referrer' });
+      if (!resp.ok) return null;
+      const blob = await resp.blob();
+      return await new Promise((done) => {
+        const reader = new FileReader();
+        reader.onload = () => done(typeof reader.result === 'string' ? reader.result : null);
+        reader.onerror = () => done(null);
+        reader.readAsDataURL(blob);
+      });
+    } catch (_) { return null; }
+  }
+  // Each `img[data-src]` of a rendered document shown, or replaced by its alt text.
+  function loadImages(body, owner, name, docPath) {
+    const base = '/api/repos/' + enc(owner) + '/' + enc(name) + '/images?path=' + enc(docPath) + '&src=';
+    return Promise.all([...body.querySelectorAll('img[data-src]')].map(async (img) => {
+      const url = await imageUrl(base + enc(img.getAttribute('data-src')));
+      if (url) { img.src = url; img.classList.add('doc-image'); return; }
+      img.replaceWith(el('span', { class: 'img-alt', text: img.getAttribute('alt') || 'image' }));
+    }));
+  }
   // A failure said plainly, with what to do.
   function problem(e, org) {
     if (e.status === 401) {
@@ -398,6 +424,7 @@
       const body = el('div', { class: 'doc-body' });
       if (typeof d.html === 'string') body.innerHTML = d.html; // sanitized by the server (ammonia)
       else body.append(el('p', { class: 'note', text: 'This document was synced before sources were kept; its plain text follows.' }), el('pre', { class: 'plain', text: d.body }));
+      const images = loadImages(body, owner, name, d.path);
       const first = body.firstElementChild;
       if (first && /^H[1-6]$/.test(first.tagName) && first.textContent.trim() === h1.textContent.trim()) {
         // The page's heading is the document's first: shown once, its anchor kept for links to it.
@@ -411,6 +438,7 @@
         fm.length ? el('details', { class: 'frontmatter' }, el('summary', { text: `Frontmatter (${fm.length})` }),
           el('dl', { class: 'facts' }, fm.map(([k, v]) => fact(k, typeof v === 'string' ? v : JSON.stringify(v))))) : null,
         el('article', { 'aria-label': 'Document' }, body));
+      await images;
       if (at) { const t = document.getElementById('user-content-' + at); if (t) t.scrollIntoView(); }
     });
   }

@@ -213,6 +213,9 @@ fn api_errors() -> Vec<ApiError> {
         E::PathIsFolder,
         E::ReadmeNotFound,
         E::InvalidFormat,
+        E::ImageNotFound,
+        E::ImageTooLarge,
+        E::ImageTypeUnsupported,
     ];
     all.extend(github_errors().into_iter().map(E::Github));
     for e in &all {
@@ -245,7 +248,10 @@ fn api_errors() -> Vec<ApiError> {
             | E::DocumentNotFound
             | E::PathIsFolder
             | E::ReadmeNotFound
-            | E::InvalidFormat => {}
+            | E::InvalidFormat
+            | E::ImageNotFound
+            | E::ImageTooLarge
+            | E::ImageTypeUnsupported => {}
         }
     }
     all

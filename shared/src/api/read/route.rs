@@ -23,6 +23,8 @@ pub enum ReadRoute {
     Document(RepoRef, Result<String, PathError>),
     Readme(RepoRef),
     Owners(RepoRef),
+    /// An image a document references (raw bytes, not JSON: `super::images`).
+    Images(RepoRef),
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -62,18 +64,20 @@ pub fn match_read(path: &str) -> Option<ReadRoute> {
         }
         (Some("readme"), None) => Some(ReadRoute::Readme(repo)),
         (Some("owners"), None) => Some(ReadRoute::Owners(repo)),
+        (Some("images"), None) => Some(ReadRoute::Images(repo)),
         _ => None,
     }
 }
 
 /// The query parameters each read route takes.
-fn known_params(route: &ReadRoute) -> &'static [&'static str] {
+pub fn known_params(route: &ReadRoute) -> &'static [&'static str] {
     match route {
         ReadRoute::Search => &["q", "repo", "path", "limit", "cursor"],
         ReadRoute::Documents(_) => &["limit", "cursor"],
         ReadRoute::Owners(_) => &["path"],
         ReadRoute::Document(..) | ReadRoute::Readme(_) => &["format"],
         ReadRoute::Repo(_) => &[],
+        ReadRoute::Images(_) => super::images::PARAMS,
     }
 }
 
@@ -102,10 +106,24 @@ pub async fn serve(
             documents::readme(pool, &find(pool, &r).await?, format).await
         }
         ReadRoute::Owners(r) => owners::owners(pool, &find(pool, &r).await?, &params).await,
+        // Answered with bytes by the handler (`image`), never as JSON.
+        ReadRoute::Images(_) => Err(ApiError::NotFound),
     }
 }
 
-async fn find(pool: &PgPool, r: &RepoRef) -> Result<repos::Repo, ApiError> {
+/// The image route's answer for `tenant` (authenticated already): the image, or its refusal.
+pub async fn image(
+    pool: &PgPool,
+    client: Option<&crate::github::GithubClient>,
+    r: &RepoRef,
+    query: Option<&str>,
+) -> Result<super::images::Image, ApiError> {
+    let params = Params::parse(query, super::images::PARAMS)?;
+    let repo = find(pool, r).await?;
+    super::images::fetch(pool, client, &repo, &params).await
+}
+
+pub async fn find(pool: &PgPool, r: &RepoRef) -> Result<repos::Repo, ApiError> {
     repos::find(pool, &r.owner, &r.name).await
 }
 

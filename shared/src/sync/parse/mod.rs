@@ -11,6 +11,7 @@
 
 mod codeowners;
 mod frontmatter;
+pub mod images;
 mod markdown;
 mod mdx;
 mod model;

@@ -3,11 +3,15 @@
 //! an allow-list sanitizer (ammonia). Raw HTML and MDX in a document never run script and never
 //! make the reader's browser ask another origin for anything:
 //!
-//! - `<script>`/`<style>` go with their content; event handlers, `style`, forms, frames, `<img>`
-//!   and other embedded media are not on the allow-list; link schemes are http, https and mailto
-//!   (a `javascript:` link loses its `href`);
-//! - Markdown images become links to the image at the synced commit (the alt text is the link's
-//!   text), so the page loads nothing from GitHub;
+//! - `<script>`/`<style>` go with their content; event handlers, `style`, forms, frames and
+//!   embedded media other than the images below are not on the allow-list; link schemes are
+//!   http, https and mailto (a `javascript:` link loses its `href`);
+//! - an image of the repository (a Markdown image or a raw `<img>` with a relative reference)
+//!   becomes `<img data-src="..." alt="...">` without a `src` ([`super::images`]): the browser
+//!   asks for nothing, and the console fetches the image through the sync API's same-origin
+//!   image route, or shows the alt text; an image on another origin becomes a link to it (the
+//!   alt text is the link's text, a raw one its alt text), so the page loads nothing from
+//!   elsewhere;
 //! - relative links resolve to the repository at the synced commit (`{blob_base}/{path}`);
 //!   without a synced commit they are dropped rather than left pointing at the console;
 //! - each heading gets `<a id="user-content-{anchor}">`, the outline's anchor (GitHub's, and
@@ -26,7 +30,7 @@ use comrak::nodes::{AstNode, NodeValue};
 use comrak::{Arena, Options};
 
 use super::markdown::{self, MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
-use super::{frontmatter, markdown_of};
+use super::{frontmatter, images, markdown_of};
 
 /// Where a document's relative links point: the repository's files at the synced commit,
 /// `https://github.com/{owner}/{name}/blob/{sha}/` (ending in `/`).
@@ -70,7 +74,7 @@ fn to_html(markdown: &str, anchors: &[String]) -> Option<String> {
     options.render.r#unsafe = true;
     let root = comrak::try_parse_document(&arena, markdown, &options, &over_limits).ok()?;
     let mut headings = 0;
-    let mut images = Vec::new();
+    let mut found = Vec::new();
     for edge in root.traverse() {
         let NodeEdge::Start(node) = edge else {
             continue;
@@ -85,30 +89,67 @@ fn to_html(markdown: &str, anchors: &[String]) -> Option<String> {
             }
             headings += 1;
         }
-        if matches!(node.data().value, NodeValue::Image(_)) {
-            images.push(node);
+        let mut data = node.data_mut();
+        let raw = match &mut data.value {
+            NodeValue::Image(_) => {
+                found.push(node);
+                None
+            }
+            NodeValue::HtmlBlock(block) => Some(&mut block.literal),
+            NodeValue::HtmlInline(html) => Some(html),
+            _ => None,
+        };
+        if let Some(literal) = raw
+            && let Cow::Owned(rewritten) = images::rewrite_raw(literal)
+        {
+            *literal = rewritten;
         }
     }
-    for node in images {
-        image_to_link(&arena, node);
+    for node in found {
+        image_node(&arena, node);
     }
     let mut html = String::new();
     comrak::format_html(root, &options, &mut html).ok()?;
     Some(html)
 }
 
-/// An image becomes a link to it; an image without alt text gets "image" as its text.
-fn image_to_link<'a>(arena: &'a Arena<'a>, node: &'a AstNode<'a>) {
+/// An image of the repository becomes [`images::tag`]; one elsewhere a link to it (an image
+/// without alt text gets "image" as its text).
+fn image_node<'a>(arena: &'a Arena<'a>, node: &'a AstNode<'a>) {
     let mut data = node.data_mut();
     let value = std::mem::replace(&mut data.value, NodeValue::Paragraph);
     data.value = match value {
+        NodeValue::Image(link) if images::is_relative(&link.url) => {
+            let alt = alt_text(node);
+            let title = (!link.title.is_empty()).then_some(link.title.as_str());
+            NodeValue::HtmlInline(images::tag(&link.url, &alt, title))
+        }
         NodeValue::Image(link) => NodeValue::Link(link),
         other => other,
     };
+    let inline = matches!(data.value, NodeValue::HtmlInline(_));
     drop(data);
-    if node.first_child().is_none() {
+    if inline {
+        while let Some(child) = node.first_child() {
+            child.detach();
+        }
+    } else if node.first_child().is_none() {
         node.append(arena.alloc(AstNode::from(NodeValue::Text("image".into()))));
     }
+}
+
+/// The plain text of a node's descendants (an image's alt text).
+fn alt_text<'a>(node: &'a AstNode<'a>) -> String {
+    let mut out = String::new();
+    for d in node.descendants().skip(1) {
+        match &d.data().value {
+            NodeValue::Text(t) => out.push_str(t),
+            NodeValue::Code(c) => out.push_str(&c.literal),
+            NodeValue::SoftBreak | NodeValue::LineBreak => out.push(' '),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// `text` appended to `out` as HTML text or attribute value (`&`, `<`, `>`, quotes escaped).
@@ -135,7 +176,17 @@ pub fn push_escaped_char(out: &mut String, c: char) {
 fn sanitizer(path: &str, base: Option<&LinkBase>) -> Builder<'static> {
     let mut builder = Builder::default();
     builder
-        .rm_tags(["img", "area", "map"])
+        .rm_tags(["area", "map"])
+        .rm_tag_attributes(
+            "img",
+            ["src", "srcset", "sizes", "longdesc", "loading", "decoding"],
+        )
+        .add_tag_attributes("img", ["data-src", "alt", "title"])
+        .attribute_filter(|element, attribute, value| match (element, attribute) {
+            // Only what `images::tag` writes: a relative reference, never a URL elsewhere.
+            ("img", "data-src") if !images::is_relative(value) => None,
+            _ => Some(Cow::Borrowed(value)),
+        })
         .add_generic_attributes(["id"])
         .id_prefix(Some(ID_PREFIX))
         .url_schemes(["http", "https", "mailto"].into_iter().collect())
@@ -265,10 +316,12 @@ mod tests {
             "onclick",
             "style=",
             "<iframe",
-            "<img",
+            " src=",
         ] {
             assert!(!html.contains(banned), "{banned} in {html}");
         }
+        // The raw image is one the console may fetch through the sync API, nothing more.
+        assert!(html.contains(r#"<img data-src="x" alt="">"#), "{html}");
     }
 
     #[test]
@@ -283,20 +336,29 @@ mod tests {
     }
 
     #[test]
-    fn images_become_links_and_load_nothing() {
+    fn images_of_the_repository_wait_for_the_console_and_others_become_links() {
         let html = render(
             "docs/guide/a.md",
-            "![the diagram](img/d.png) ![](https://cdn.example/x.png)\n",
+            "![the diagram](img/d.png \"Fig. 1\") ![](https://cdn.example/x.png)\n\n<img src=\"../logo.svg\" alt=\"logo\" width=\"40\">\n",
         );
-        assert!(!html.contains("<img"), "{html}");
+        assert!(
+            !html.contains(" src="),
+            "the browser asks for nothing: {html}"
+        );
+        assert!(
+            html.contains(r#"<img data-src="img/d.png" alt="the diagram" title="Fig. 1">"#),
+            "{html}"
+        );
+        assert!(
+            html.contains(r#"<img data-src="../logo.svg" alt="logo">"#),
+            "{html}"
+        );
         assert!(
             html.contains(
-                r#"href="https://github.com/acme/handbook/blob/abc123/docs/guide/img/d.png""#
+                r#"<a href="https://cdn.example/x.png" rel="noopener noreferrer">image</a>"#
             ),
             "{html}"
         );
-        assert!(html.contains(">the diagram</a>"), "{html}");
-        assert!(html.contains(">image</a>"), "{html}");
     }
 
     #[test]

@@ -209,3 +209,50 @@ async fn a_document_without_frontmatter_shows_no_null_and_its_title_once() {
     }
     b.close().await;
 }
+
+/// Issue 31 point 6: images of the repository show as images, loaded from the console's own
+/// origin under its strict CSP (nothing from another origin, the SVG's script never runs); a
+/// missing, oversized or non-image file shows its alt text; an image elsewhere stays a link.
+#[tokio::test]
+async fn a_documents_images_show_from_the_consoles_origin_and_the_rest_as_alt_text() {
+    let site = Site::new().await;
+    let b = site.signed_in(TOKEN, false).await;
+    b.watch_csp().await;
+    go(&b, "#/doc/acme/pictures/docs/gallery.md").await;
+    let shown = b
+        .js("return [...document.querySelectorAll('main .doc-body img')].map(i => [i.alt, i.src.slice(0, 11), i.complete && i.naturalWidth > 0]);")
+        .await;
+    assert_eq!(
+        shown,
+        serde_json::json!([
+            ["A diagram", "data:image/", true],
+            ["The logo", "data:image/", true],
+            ["raw diagram", "data:image/", true]
+        ]),
+        "{shown}"
+    );
+    let alt = b
+        .js("return [...document.querySelectorAll('main .doc-body .img-alt')].map(e => e.textContent);")
+        .await;
+    assert_eq!(
+        alt,
+        serde_json::json!(["Nothing here", "Too big", "Not an image"])
+    );
+    assert_eq!(
+        count(&b, "main .doc-body a[href='https://evil.example/x.png']").await,
+        1,
+        "an image elsewhere is a link"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(b.js("return typeof window.ran;").await, "undefined");
+    assert_eq!(b.other_origin_requests().await, Vec::<String>::new());
+    assert_eq!(b.csp_violations().await, Vec::<String>::new());
+    // The README's image, from the repository's root.
+    go(&b, "#/readme/acme/pictures").await;
+    assert_eq!(
+        b.js("return [...document.querySelectorAll('main .doc-body img')].map(i => i.naturalWidth > 0);")
+            .await,
+        serde_json::json!([true])
+    );
+    b.close().await;
+}

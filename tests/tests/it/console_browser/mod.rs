@@ -47,6 +47,10 @@ pub const HOSTILE: &str = "---\ntitle: Hostile\n---\n# Hostile\n\n<script>window
 
 pub const MDX: &str = "import Tabs from '@site/tabs'\n\n# Mdx page\n\n<Tabs onClick={() => window.ran = 1}>inside</Tabs>\n\nexport const x = () => { window.ran = 1 }\n\n<script>{`window.ran = 1`}</script>\n";
 
+/// A document of images: two of the repository (a PNG, an SVG with a script), one missing, one
+/// too large, one not an image, one on another origin, and a raw `<img>`.
+pub const GALLERY: &str = "# Gallery\n\n![A diagram](img/diagram.png)\n\n![The logo](../assets/logo.svg)\n\n![Nothing here](img/none.png)\n\n![Too big](img/huge.png)\n\n![Not an image](img/fake.png)\n\n![Remote](https://evil.example/x.png)\n\n<img src=\"./img/diagram.png\" alt=\"raw diagram\" onerror=\"window.ran = 1\">\n";
+
 const GUIDE: &str = "---\ntitle: Deploying the handbook\nowner: docs-team\ntags: [ops, deploy]\n---\n# Deploying the handbook\n\nHow to deploy the service to production safely.\n\n## Before you deploy\n\nCheck the **checklist** and the `release` notes.\n\n```sh\nbash scripts/deploy.sh\n```\n\n## Rolling back\n\n| step | what |\n|---|---|\n| 1 | revert |\n\n> Deploy on weekdays only.\n";
 
 /// The world, the transcript store and the server on loopback.
@@ -88,6 +92,23 @@ impl Site {
         w.sync("acme/handbook").await.expect("sync acme/handbook");
         w.repo("acme/broken", &[("docs/a.md", "# A\n")]);
         w.sync("acme/broken").await.expect("sync acme/broken");
+        let diagram = syncplane_tests::images::png(24, 16, [200, 30, 30]);
+        let huge = syncplane_tests::images::oversized_png(5 * 1024 * 1024 + 1);
+        w.repo_bytes(
+            "acme/pictures",
+            &[
+                ("README.md", b"# Pictures\n\n![The logo](assets/logo.svg)\n"),
+                ("docs/gallery.md", GALLERY.as_bytes()),
+                ("docs/img/diagram.png", &diagram),
+                ("docs/img/huge.png", &huge),
+                ("docs/img/fake.png", b"not really a png\n"),
+                (
+                    "assets/logo.svg",
+                    syncplane_tests::images::HOSTILE_SVG.as_bytes(),
+                ),
+            ],
+        );
+        w.sync("acme/pictures").await.expect("sync acme/pictures");
         let store = syncplane_tests::transcripts::temp_dir();
         let org_token = seed_org(&w, &store).await;
         let ingest = IngestState {

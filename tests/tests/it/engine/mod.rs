@@ -43,6 +43,11 @@ impl World {
         self.gh.add_repo(self.installation, full_name, &files)
     }
 
+    /// A repository with files of any bytes (images).
+    pub fn repo_bytes(&self, full_name: &str, files: &[(&str, &[u8])]) -> u64 {
+        self.gh.add_repo(self.installation, full_name, files)
+    }
+
     /// The repository as the installation listing shows it (read without touching the request log).
     pub async fn info(&self, full_name: &str) -> RepoInfo {
         let before = self.gh.requests().len();

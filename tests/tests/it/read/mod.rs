@@ -5,6 +5,7 @@
 mod access;
 mod bad_input;
 mod documents;
+mod images;
 mod openapi;
 mod owners;
 mod search;
