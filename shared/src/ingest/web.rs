@@ -22,6 +22,7 @@ use sqlx::PgPool;
 use super::error::{IngestError, db_failure};
 use super::transcripts::read::Params;
 use super::transcripts::read_auth;
+use syncplane_contract::transcripts::Refusal;
 
 pub const SESSIONS_PATH: &str = "/api/agent-sessions/sessions";
 pub const INSIGHTS_PATH: &str = "/api/agent-sessions/insights";
@@ -213,7 +214,12 @@ fn encode_cursor(at: DateTime<Utc>, id: i64) -> String {
 }
 
 fn decode_cursor(cursor: &str) -> Result<(DateTime<Utc>, i64), IngestError> {
-    let bad = || IngestError::bad_request("cursor: not one this route handed out");
+    let bad = || {
+        IngestError::refused(
+            Refusal::InvalidCursor,
+            "cursor: not one this route handed out",
+        )
+    };
     let raw = URL_SAFE_NO_PAD.decode(cursor).map_err(|_| bad())?;
     let text = std::str::from_utf8(&raw).map_err(|_| bad())?;
     let (micros, id) = text.split_once('.').ok_or_else(bad)?;

@@ -17,8 +17,8 @@ use comrak::nodes::NodeValue;
 use comrak::{Arena, Options};
 use regex::Regex;
 
+use super::escape::push_escaped;
 use super::markdown::{self, MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
-use super::render::push_escaped;
 use super::{frontmatter, markdown_of};
 
 /// A raw `<img ...>` tag.

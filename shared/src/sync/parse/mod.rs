@@ -10,6 +10,7 @@
 //! `markdown`); the MDX rewrite and CODEOWNERS are single linear passes over the input.
 
 mod codeowners;
+mod escape;
 mod frontmatter;
 pub mod images;
 mod markdown;
@@ -21,11 +22,12 @@ mod text;
 mod yaml;
 
 pub use codeowners::{CodeOwnersRule, CodeOwnersWarning, parse_codeowners};
+pub use escape::push_escaped_char;
 pub use frontmatter::{MAX_FRONTMATTER_JSON_BYTES, MAX_FRONTMATTER_VALUES};
 pub use markdown::{MAX_HEADINGS, MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
 pub use model::{Heading, ParseRefusal, ParsedDocument};
 pub use owners::{deciding_rule, owners_of};
-pub use render::{ID_PREFIX, LinkBase, push_escaped_char, render_html};
+pub use render::{ID_PREFIX, LinkBase, render_html};
 pub use text::{BODY_TEXT_CAP_BYTES, MAX_INPUT_BYTES};
 
 /// Parses a markdown (`.md`, README) or MDX (`.mdx`) document. `path` picks the dialect and the

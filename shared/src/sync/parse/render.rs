@@ -29,6 +29,7 @@ use comrak::arena_tree::NodeEdge;
 use comrak::nodes::{AstNode, NodeValue};
 use comrak::{Arena, Options};
 
+use super::escape::push_escaped;
 use super::markdown::{self, MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
 use super::{frontmatter, images, markdown_of};
 
@@ -150,25 +151,6 @@ fn alt_text<'a>(node: &'a AstNode<'a>) -> String {
         }
     }
     out
-}
-
-/// `text` appended to `out` as HTML text or attribute value (`&`, `<`, `>`, quotes escaped).
-pub fn push_escaped(out: &mut String, text: &str) {
-    for c in text.chars() {
-        push_escaped_char(out, c);
-    }
-}
-
-/// One character of [`push_escaped`].
-pub fn push_escaped_char(out: &mut String, c: char) {
-    match c {
-        '&' => out.push_str("&amp;"),
-        '<' => out.push_str("&lt;"),
-        '>' => out.push_str("&gt;"),
-        '"' => out.push_str("&quot;"),
-        '\'' => out.push_str("&#39;"),
-        c => out.push(c),
-    }
 }
 
 /// The allow-list for document HTML: ammonia's defaults minus embedded media, plus ids (with
