@@ -172,6 +172,7 @@ fn every_route_of_the_design_reaches_its_function() {
         ),
         ("GET", "/api/repos/{owner}/{name}/readme", "sync-api"),
         ("GET", "/api/repos/{owner}/{name}/owners", "sync-api"),
+        ("GET", "/api/repos/{owner}/{name}/images", "sync-api"),
         ("GET", "/api/openapi.json", "sync-api"),
         ("GET", "/api/health", "sync-api"),
         ("POST", "/api/agent-sessions/sync", "ingest"),
