@@ -84,7 +84,8 @@ if [ "$mode" = watch ]; then
   bins+=(--bin webhook --bin sync-api --bin ingest --bin tick --bin worker)
 fi
 if [ -n "$no_app" ]; then
-  bins+=(--bin fake-github)
+  # The demo's fake GitHub is no product binary: it is built only here, behind its feature.
+  bins+=(--bin fake-github --features syncplane-fake-github/demo)
 fi
 echo "building ${bins[*]} (cargo shows its progress)"
 cargo build --locked --workspace "${bins[@]}"

@@ -16,8 +16,84 @@ use crate::config::{Secret, TenantConfig};
 
 pub mod diagnose;
 
-/// The schema, embedded in every binary.
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../migrations");
+/// The schema, embedded in every binary: `migrations/` as files of its own (`NNNN_description.sql`),
+/// each included here. Listed rather than found by sqlx's `migrate!`, whose proc-macro crate
+/// compiles the Postgres driver, rustls and tokio a second time for the host (issue 32); the test
+/// `migrations::every_file_of_the_migrations_folder_is_embedded_in_order` keeps the list whole.
+macro_rules! migrations {
+    ($($version:literal $description:literal $file:literal),* $(,)?) => {
+        &[$(($version, $description, include_str!(concat!("../../migrations/", $file)))),*]
+    };
+}
+
+/// `(version, description, SQL)` of every migration, in order.
+pub const MIGRATIONS: &[(i64, &str, &str)] = migrations![
+    1 "sync" "0001_sync.sql",
+    2 "ingest" "0002_ingest.sql",
+    3 "document batches" "0003_document_batches.sql",
+    4 "ingest event rows" "0004_ingest_event_rows.sql",
+    5 "run outcomes" "0005_run_outcomes.sql",
+    6 "installation tokens" "0006_installation_tokens.sql",
+    7 "graphql head checks" "0007_graphql_head_checks.sql",
+    8 "plan trees" "0008_plan_trees.sql",
+    9 "read api" "0009_read_api.sql",
+    10 "search tiers" "0010_search_tiers.sql",
+    11 "transcripts" "0011_transcripts.sql",
+    12 "console" "0012_console.sql",
+    13 "listing checks" "0013_listing_checks.sql",
+    14 "document images" "0014_document_images.sql",
+];
+
+/// [`MIGRATIONS`] as sqlx runs them (checksums are SHA-384 of the SQL, as `migrate!` makes them,
+/// so databases migrated by earlier builds validate).
+pub static MIGRATOR: std::sync::LazyLock<sqlx::migrate::Migrator> =
+    std::sync::LazyLock::new(|| migrator(false));
+
+/// A migrator of [`MIGRATIONS`]; `ignore_missing`: versions applied that this build does not
+/// know are tolerated.
+pub fn migrator(ignore_missing: bool) -> sqlx::migrate::Migrator {
+    use sqlx::migrate::{Migration, MigrationType, Migrator};
+    let migrations: Vec<Migration> = MIGRATIONS
+        .iter()
+        .map(|(version, description, sql)| {
+            Migration::new(
+                *version,
+                std::borrow::Cow::Borrowed(description),
+                MigrationType::Simple,
+                sqlx::SqlStr::from_static(sql),
+                false,
+            )
+        })
+        .collect();
+    Migrator {
+        migrations: std::borrow::Cow::Owned(migrations),
+        ignore_missing,
+        ..Migrator::DEFAULT
+    }
+}
+
+/// `sqlx::FromRow` for a struct whose fields are the row's columns of the same names, the ones
+/// after `flatten` read by their own `FromRow` from the same row, the ones after `skip` their
+/// `Default`: what `#[derive(sqlx::FromRow)]`
+/// writes, without sqlx's proc-macro crate (it compiles the Postgres driver, rustls and tokio a
+/// second time, for the host: issue 32). A field left out, or one the struct lacks, does not
+/// compile.
+#[macro_export]
+macro_rules! from_row {
+    ($name:ident { $($field:ident),* $(,)? } $(flatten { $($flat:ident),* $(,)? })?
+     $(skip { $($skip:ident),* $(,)? })?) => {
+        impl<'r> ::sqlx::FromRow<'r, ::sqlx::postgres::PgRow> for $name {
+            fn from_row(row: &'r ::sqlx::postgres::PgRow) -> ::std::result::Result<Self, ::sqlx::Error> {
+                use ::sqlx::Row as _;
+                Ok(Self {
+                    $($field: row.try_get(stringify!($field))?,)*
+                    $($($flat: ::sqlx::FromRow::from_row(row)?,)*)?
+                    $($($skip: ::std::default::Default::default(),)*)?
+                })
+            }
+        }
+    };
+}
 
 /// Default pool size for one Lambda execution environment or one CLI process.
 pub const DEFAULT_POOL_SIZE: u32 = 5;

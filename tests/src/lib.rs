@@ -7,7 +7,8 @@ pub mod bench;
 pub mod browser;
 pub mod cli;
 pub mod db;
-pub mod fake_github;
+/// The fake GitHub (its own crate, so the local demo builds it without the tests' dependencies).
+pub use syncplane_fake_github as fake_github;
 pub mod images;
 pub mod imports;
 pub mod lane_proxy;

@@ -90,13 +90,18 @@ pub async fn expire(
     Ok(done)
 }
 
-#[derive(sqlx::FromRow)]
 struct Segment {
     file_row: i64,
     generation: i32,
     start_offset: i64,
     object_key: String,
 }
+crate::from_row!(Segment {
+    file_row,
+    generation,
+    start_offset,
+    object_key
+});
 
 /// One batch of segments past their org's retention; the number selected.
 async fn expire_segments(
@@ -180,13 +185,17 @@ async fn expire_files(
     Ok(done.rows_affected())
 }
 
-#[derive(sqlx::FromRow)]
 struct Upload {
     id: uuid::Uuid,
     object_key: String,
     /// Whether a recorded segment or another live or completed intent names the same key.
     shared: bool,
 }
+crate::from_row!(Upload {
+    id,
+    object_key,
+    shared
+});
 
 /// One batch of intents never completed and expired for [`UPLOAD_GRACE`]; the number selected.
 async fn expire_uploads(

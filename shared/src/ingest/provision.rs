@@ -122,7 +122,7 @@ pub async fn set_org_flags(
 }
 
 /// An org's settings, as `syncplane ingest orgs` lists them.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OrgSettings {
     pub id: i64,
@@ -135,6 +135,15 @@ pub struct OrgSettings {
     /// `None`: transcripts kept forever.
     pub transcript_retention_days: Option<i32>,
 }
+crate::from_row!(OrgSettings {
+    id,
+    name,
+    sync_policy,
+    feature_gate,
+    frustration_opt_in,
+    transcript_gate,
+    transcript_retention_days
+});
 
 /// The settings of `org` (or of every org, by id).
 pub async fn org_settings(

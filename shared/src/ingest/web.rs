@@ -38,7 +38,7 @@ pub const TOP_REPOSITORIES: i64 = 20;
 /// A session counts as frustrated from this score (the signal's score is 0 to 1).
 pub const FRUSTRATED_SCORE: f64 = 0.5;
 
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct SessionRow {
     #[serde(skip)]
@@ -61,6 +61,26 @@ struct SessionRow {
     branch: Option<String>,
     frustration: Option<Value>,
 }
+crate::from_row!(SessionRow {
+    id,
+    session_id,
+    compute_target_id,
+    agent,
+    model,
+    title,
+    status,
+    started_at,
+    ended_at,
+    updated_at,
+    last_synced_at,
+    event_count,
+    input_tokens,
+    output_tokens,
+    cost_usd,
+    repository,
+    branch,
+    frustration
+});
 
 /// `GET .../sessions`.
 pub async fn sessions(pool: &PgPool, req: &Request) -> Result<Value, IngestError> {
@@ -101,7 +121,7 @@ pub async fn sessions(pool: &PgPool, req: &Request) -> Result<Value, IngestError
     }))
 }
 
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct DayRow {
     day: NaiveDate,
@@ -109,8 +129,14 @@ struct DayRow {
     active_users: i64,
     frustrated: Option<i64>,
 }
+crate::from_row!(DayRow {
+    day,
+    sessions,
+    active_users,
+    frustrated
+});
 
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ModelRow {
     model: String,
@@ -118,13 +144,23 @@ struct ModelRow {
     input_tokens: i64,
     output_tokens: i64,
 }
+crate::from_row!(ModelRow {
+    model,
+    sessions,
+    input_tokens,
+    output_tokens
+});
 
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct RepositoryRow {
     repository: String,
     sessions: i64,
 }
+crate::from_row!(RepositoryRow {
+    repository,
+    sessions
+});
 
 /// The insights window over `agent_sessions s`: org `$1`, the last `$2` UTC days (today
 /// included) by the day a session counts on, when it started, else when the device last updated

@@ -29,11 +29,9 @@ pub fn migrate_lock_key() -> i64 {
 /// The embedded migrations, tolerating applied versions newer than this build: when a deploy
 /// fails after some of its migrations applied, CloudFormation's rollback runs the previous build
 /// against that schema, which must then succeed (migrations are additive, so the previous build
-/// still works on it). `migrate!` can only build the struct, hence its fields here.
-static MIGRATOR_AHEAD_OK: Migrator = Migrator {
-    ignore_missing: true,
-    ..sqlx::migrate!("../migrations")
-};
+/// still works on it).
+static MIGRATOR_AHEAD_OK: std::sync::LazyLock<Migrator> =
+    std::sync::LazyLock::new(|| crate::db::migrator(true));
 
 /// What one database's migration did.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -75,7 +75,7 @@ impl Triage {
 }
 
 /// What is stored for a repository, as the head check compares it.
-#[derive(Debug, sqlx::FromRow)]
+#[derive(Debug)]
 struct StoredHead {
     github_id: i64,
     owner: String,
@@ -92,6 +92,22 @@ struct StoredHead {
     sync_status: String,
     marked: bool,
 }
+crate::from_row!(StoredHead {
+    github_id,
+    owner,
+    name,
+    default_branch,
+    private,
+    archived,
+    html_url,
+    description,
+    docs_path,
+    head_commit_sha,
+    tree_sha,
+    selection_fingerprint,
+    sync_status,
+    marked
+});
 
 impl StoredHead {
     fn metadata_matches(&self, repo: &RepoInfo) -> bool {

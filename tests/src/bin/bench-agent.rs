@@ -12,7 +12,7 @@
 //! 2. Pass sizes raised to the caps (the setting off by default), real time: sessions per second
 //!    end to end through the local server (target >= 1,000/s at 10,000 sessions).
 //!
-//! `cargo run -p syncplane-tests --bin bench-agent [--profile perf] -- [sessions]`
+//! `cargo run -p syncplane-tests --features tools --bin bench-agent [--profile perf] -- [sessions]`
 
 use std::process::Command;
 use std::sync::Arc;

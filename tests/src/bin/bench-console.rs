@@ -8,7 +8,7 @@
 //! requests to other origins. Needs Postgres at DATABASE_URL (or the tests' default) and
 //! `bash scripts/tools.sh --browser`.
 //!
-//! `cargo run --profile perf --bin bench-console -- [queries]` (default 20)
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-console -- [queries]` (default 20)
 
 use std::net::SocketAddr;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! into Postgres as a first view leaves it (the fetch from GitHub is not what is measured). Needs
 //! Postgres at DATABASE_URL (or the tests' default).
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-images -- [requests]` (default 2000)
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-images -- [requests]` (default 2000)
 
 use std::net::SocketAddr;
 use std::sync::Arc;

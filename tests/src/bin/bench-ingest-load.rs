@@ -23,7 +23,7 @@
 //! of every answer are printed beside it; `--max-in-flight 0` removes the limit. Throughput
 //! printed.
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-ingest-load -- [--secs 60]
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-ingest-load -- [--secs 60]
 //! [--clients 8] [--pool 10] [--rate-limit 1000000]`
 
 use std::collections::{BTreeMap, HashSet};

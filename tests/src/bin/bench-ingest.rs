@@ -4,7 +4,7 @@
 //! sessions per second, peak memory (VmHWM); inflate throughput beside `gzip -d` on the same
 //! bytes; upsert time beside a plain COPY of the same rows. Needs Postgres at DATABASE_URL.
 //!
-//! `cargo run -p syncplane-tests --bin bench-ingest [--release] -- [runs]`
+//! `cargo run -p syncplane-tests --features tools --bin bench-ingest [--release] -- [runs]`
 
 use std::io::Write;
 use std::time::{Duration, Instant};

@@ -20,7 +20,7 @@
 //! the 1,000 sessions. Five runs per case, interleaved, the median; every run must deliver everything exactly
 //! once (a hard check).
 //!
-//! `cargo build --profile perf -p syncplane-tests --bin bench-lanes &&
+//! `cargo build --profile perf -p syncplane-tests --features tools --bin bench-lanes &&
 //!  target/perf/bench-lanes [sessions files]`
 
 use std::sync::Arc;

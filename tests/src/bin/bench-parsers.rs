@@ -10,7 +10,7 @@
 //! the peak RSS (VmHWM) printed is that document's alone; CPU time is getrusage around the parse.
 //! Target: under 64 MiB peak RSS and 50 ms of CPU per document.
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-parsers [-- CASE]`
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-parsers [-- CASE]`
 
 use std::io::Write;
 use std::process::Command;

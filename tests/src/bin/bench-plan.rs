@@ -2,7 +2,7 @@
 //! against the fake GitHub and a real Postgres, beside a shallow clone of the same content
 //! (prints figures; not a test).
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-plan`
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-plan`
 //!
 //! Requests and bytes are counted from the fake's log (response bodies as sent), leaving out the
 //! token exchange and the repository lookup; what is left is the sync's own reads.

@@ -7,7 +7,7 @@
 //! (`EXPLAIN ANALYZE`), and `GET /api/repos` paged over 10,000 repositories (first, middle and
 //! last page). Needs Postgres at DATABASE_URL.
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-read -- [queries]`
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-read -- [queries]`
 
 use std::time::{Duration, Instant};
 

@@ -8,7 +8,7 @@
 //! The ordinary corpus is written to a temporary file first and streamed line by line, as the lane
 //! reads a transcript, so the peak RSS is redaction's (VmHWM is reset before the passes).
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-redact [-- ORDINARY_MB [PER_RULE [SEED]]]`
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-redact [-- ORDINARY_MB [PER_RULE [SEED]]]`
 //! (`BENCH_REDACT_SHOW=1`: print the surroundings of each placeholder put in an ordinary line).
 
 use std::io::{BufRead, BufReader, BufWriter, Write};

@@ -26,7 +26,7 @@
 //!   budget formula (`WorkerReservedConcurrency` = budget / pool size, so the budget of N
 //!   workers is N x `shared::db::DEFAULT_POOL_SIZE`).
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-sync-load -- [--jobs 1000]
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-sync-load -- [--jobs 1000]
 //! [--repos 250] [--workers 4] [--latency-ms 5]`
 
 use std::io::{BufRead, Read};
@@ -451,12 +451,10 @@ fn finish_worker(mut child: Child) -> Option<WorkerReport> {
 }
 
 /// One `sync_runs` row: (id, scope, started_at, finished_at).
-#[derive(sqlx::FromRow)]
-struct RunRow(i64, Option<String>, DateTime<Utc>, Option<DateTime<Utc>>);
+type RunRow = (i64, Option<String>, DateTime<Utc>, Option<DateTime<Utc>>);
 
 /// One entry of the lock log: (at, backend pid, key, "lock" or "unlock", result).
-#[derive(sqlx::FromRow)]
-struct LockEvent(DateTime<Utc>, i32, i64, String, bool);
+type LockEvent = (DateTime<Utc>, i32, i64, String, bool);
 
 /// Logging wrappers of the two advisory lock functions the engine calls, first on the bench
 /// database's search_path: Postgres records each lock taken (after it is granted) and each
@@ -551,7 +549,7 @@ impl RunsSeen {
             .sum();
         let mut claimed: std::collections::HashMap<(i64, usize), usize> = Default::default();
         let mut unlocked_runs = 0;
-        for RunRow(_, scope, start, _) in &runs {
+        for (_, scope, start, _) in &runs {
             let key = scope.as_ref().and_then(|s| keys.get(s));
             let inside = key.and_then(|k| {
                 let list = intervals.get(k)?;
@@ -590,7 +588,7 @@ fn lock_intervals(log: &[LockEvent]) -> std::collections::HashMap<i64, Vec<Inter
     let far = DateTime::<Utc>::MAX_UTC;
     let mut open: std::collections::HashMap<i64, (i32, DateTime<Utc>)> = Default::default();
     let mut out: std::collections::HashMap<i64, Vec<Interval>> = Default::default();
-    for LockEvent(at, pid, key, op, ok) in log {
+    for (at, pid, key, op, ok) in log {
         match (op.as_str(), ok) {
             ("lock", true) => {
                 if let Some((_, start)) = open.insert(*key, (*pid, *at)) {
@@ -621,7 +619,7 @@ fn row_overlaps(runs: &[RunRow]) -> (Vec<(String, i64, i64)>, f64) {
     // Sorted by scope then start: a row overlaps an earlier one of its repository when it
     // starts before the latest end seen so far in that scope.
     let mut latest: Option<(&Option<String>, i64, DateTime<Utc>)> = None;
-    for RunRow(id, scope, start, end) in runs {
+    for (id, scope, start, end) in runs {
         let end = end.unwrap_or(far);
         match latest {
             Some((s, prev, until)) if s == scope => {

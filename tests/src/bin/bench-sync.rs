@@ -1,6 +1,6 @@
 //! Sync benchmarks against the fake GitHub and a real Postgres (prints figures; not a test).
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-sync [docs] [repos]`
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-sync [docs] [repos]`
 //!
 //! 1. One repository of `docs` documents (default 2000) with 20 ms latency per GitHub request:
 //!    the initial sync (wall time, requests, bytes received, time in Postgres), an unchanged
@@ -21,7 +21,7 @@
 //!    (moto at `AWS_ENDPOINT_URL_SQS`, default 127.0.0.1:4566, a queue of its own): `sync.repo`
 //!    messages sent (target 0).
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-sync [docs] [repos] [noop]`; a
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-sync [docs] [repos] [noop]`; a
 //! scenario whose count is 0 is skipped.
 
 use std::time::{Duration, Instant};

@@ -1,6 +1,6 @@
 //! The shared installation token across processes (prints figures; not a test).
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-token`
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-token`
 //!
 //! Target: an unchanged repository synced twice, within one token's life, by two processes: one
 //! GitHub request each, a 304, no rate-limit unit, no row written.

@@ -19,7 +19,7 @@
 //! Hard conditions: every answer 200, every segment acknowledged in order, the stored objects
 //! byte-identical to what was sent.
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-transcripts-server -- [--clients 8]
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-transcripts-server -- [--clients 8]
 //! [--intents 200] [--segments 12] [--pool 10]`
 
 use std::net::SocketAddr;

@@ -26,7 +26,7 @@
 //! 3. SIGKILL: a copy of the 50 MB file pushed, the client killed after its first segments, then
 //!    pushed again: segments sent twice ≤ 1.
 //!
-//! `cargo run --profile perf -p syncplane-tests --bin bench-transcripts [-- files total_mb big_mb]
+//! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-transcripts [-- files total_mb big_mb]
 //! [--transport direct|presigned|both]` (default both).
 
 use std::path::{Path, PathBuf};

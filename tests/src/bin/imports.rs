@@ -1,4 +1,4 @@
-//! `cargo run -p syncplane-tests --bin imports [--edges] [ROOT]`: the import analysis of issue 19
+//! `cargo run -p syncplane-tests --features tools --bin imports [--edges] [ROOT]`: the import analysis of issue 19
 //! for every crate of the workspace (ROOT defaults to this repository): file cycles, module
 //! groups that import each other, and, for `shared/src`, the imports that run up the layers of
 //! [`SHARED_LAYERS`] (docs/design.md). Exits 1 when it finds any. `--edges` lists every import

@@ -2,7 +2,7 @@
 //! back (in any crate of the workspace), no module group imports another that imports it back,
 //! and no import in `shared/src` runs up the layers docs/design.md draws
 //! ([`SHARED_LAYERS`]). Every failure names the file and the line of the import. The analysis
-//! is `syncplane_tests::imports` (`cargo run -p syncplane-tests --bin imports` prints it all).
+//! is `syncplane_tests::imports` (`cargo run -p syncplane-tests --features tools --bin imports` prints it all).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -94,3 +94,31 @@ async fn schema_keeps_bad_states_out() {
         .unwrap();
     assert_eq!(left, 0, "deleting a repository cascades to its documents");
 }
+
+/// The migrations are embedded from a list (`shared::db::MIGRATIONS`, not sqlx's `migrate!`,
+/// issue 32): every file of `migrations/` is in it, in order, with the version and description
+/// its name gives, and nothing else is.
+#[test]
+fn every_file_of_the_migrations_folder_is_embedded_in_order() {
+    let dir = syncplane_tests::redaction_corpus::repo_root().join("migrations");
+    let mut files: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".sql"))
+        .collect();
+    files.sort();
+    let listed: Vec<(i64, String, String)> = shared::db::MIGRATIONS
+        .iter()
+        .map(|(v, d, sql)| (*v, d.to_string(), sql.to_string()))
+        .collect();
+    let on_disk: Vec<(i64, String, String)> = files
+        .iter()
+        .map(|name| {
+            let (version, rest) = name.split_once('_').unwrap();
+            let description = rest.trim_end_matches(".sql").replace('_', " ");
+            let sql = std::fs::read_to_string(dir.join(name)).unwrap();
+            (version.parse().unwrap(), description, sql)
+        })
+        .collect();
+    assert_eq!(listed, on_disk);
+}

@@ -17,7 +17,7 @@ pub const DEFAULT_LIMIT: i64 = 100;
 pub const MAX_LIMIT: i64 = 500;
 
 /// A stored repository, as the per-repository routes need it.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct Repo {
     pub id: i64,
     pub owner: String,
@@ -26,6 +26,14 @@ pub struct Repo {
     pub head_commit_sha: Option<String>,
     pub codeowners_path: Option<String>,
 }
+crate::from_row!(Repo {
+    id,
+    owner,
+    name,
+    html_url,
+    head_commit_sha,
+    codeowners_path
+});
 
 impl Repo {
     pub fn full_name(&self) -> String {
@@ -57,13 +65,12 @@ struct ListKey {
     id: i64,
 }
 
-#[derive(sqlx::FromRow)]
 struct ListRow {
     lower_owner: String,
     lower_name: String,
-    #[sqlx(flatten)]
     view: RepoView,
 }
+crate::from_row!(ListRow { lower_owner, lower_name } flatten { view });
 
 /// `GET /api/repos?limit=&cursor=`: one page and the cursor of the next (null at the end).
 pub async fn list(pool: &PgPool, params: &Params) -> Result<Value, ApiError> {
@@ -119,7 +126,7 @@ pub fn next_cursor<T>(
     rows.last().map(cursor_of)
 }
 
-#[derive(Debug, Serialize, sqlx::FromRow)]
+#[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 struct RepoDetail {
     full_name: String,
@@ -140,6 +147,25 @@ struct RepoDetail {
     document_count: i64,
     has_readme: bool,
 }
+crate::from_row!(RepoDetail {
+    full_name,
+    github_id,
+    default_branch,
+    private,
+    archived,
+    html_url,
+    description,
+    docs_path,
+    head_commit_sha,
+    codeowners_path,
+    sync_status,
+    sync_error,
+    sync_error_code,
+    last_synced_at,
+    warnings,
+    document_count,
+    has_readme
+});
 
 /// `GET /api/repos/{owner}/{name}`.
 pub async fn detail(pool: &PgPool, repo: &Repo) -> Result<Value, ApiError> {

@@ -152,7 +152,6 @@ struct Key {
     id: i64,
 }
 
-#[derive(sqlx::FromRow)]
 struct Row {
     kind: i32,
     id: i64,
@@ -167,9 +166,9 @@ struct Row {
     headline: String,
     /// The tier reached its candidate cap in documents or READMEs.
     capped: bool,
-    #[sqlx(skip)]
     tier: Option<Tier>,
 }
+crate::from_row!(Row { kind, id, repo_id, rank, full_name, path, title, blob_sha, last_synced_at, heading, headline, capped } skip { tier });
 
 /// Snippets come from a window of the document's text around the first place a query word
 /// occurs: `ts_headline` parses all the text it is given (about 0.4 ms for 5 KB, 10 ms for the

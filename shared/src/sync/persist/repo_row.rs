@@ -45,7 +45,6 @@ fn bind_status<'q>(q: PgQuery<'q>, error: Option<(&'static str, &'static str)>) 
 
 /// A repository as its row describes it: the [`RepoInfo`] columns, for callers that act on a
 /// stored repository without asking GitHub first (the drain; `syncplane sync --repo`).
-#[derive(sqlx::FromRow)]
 pub struct StoredInfo {
     github_id: i64,
     owner: String,
@@ -57,6 +56,17 @@ pub struct StoredInfo {
     description: Option<String>,
     node_id: Option<String>,
 }
+crate::from_row!(StoredInfo {
+    github_id,
+    owner,
+    name,
+    default_branch,
+    private,
+    archived,
+    html_url,
+    description,
+    node_id
+});
 
 impl From<StoredInfo> for RepoInfo {
     fn from(r: StoredInfo) -> Self {
@@ -84,12 +94,11 @@ pub async fn stored_info(
     owner: &str,
     name: &str,
 ) -> Result<Option<RepoInfo>, sqlx::Error> {
-    #[derive(sqlx::FromRow)]
     struct Row {
-        #[sqlx(flatten)]
         info: StoredInfo,
         sync_status: String,
     }
+    crate::from_row!(Row { sync_status } flatten { info });
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT github_id, owner, name, default_branch, private, archived, html_url, description,
                 node_id, sync_status

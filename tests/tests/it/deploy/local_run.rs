@@ -36,7 +36,7 @@ fn the_local_run_sets_the_demo_credentials_the_samples_carry() {
     ] {
         assert!(local.contains(&expected), "local.sh sets {expected}");
     }
-    let fake = std::fs::read_to_string(repo_file("tests/src/bin/fake-github.rs")).unwrap();
+    let fake = std::fs::read_to_string(repo_file("tests/fake-github/src/main.rs")).unwrap();
     assert!(
         fake.contains("demo::populate"),
         "the demo installation has the samples' id"

@@ -52,12 +52,16 @@ impl Cursor {
     }
 }
 
-#[derive(sqlx::FromRow)]
 struct SegmentRow {
     start_offset: i64,
     decoded_bytes: i64,
     object_key: String,
 }
+crate::from_row!(SegmentRow {
+    start_offset,
+    decoded_bytes,
+    object_key
+});
 
 /// One page of a file's lines.
 pub async fn lines(

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use syncplane_tests::fake_github::{FakeGithub, app_key_path, demo};
+use syncplane_fake_github::{FakeGithub, app_key_path, demo};
 
 #[tokio::main]
 async fn main() {

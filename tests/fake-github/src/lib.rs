@@ -114,7 +114,7 @@ pub struct FakeGithub {
 
 /// Path of the App's private key file (the committed test key the fake trusts).
 pub fn app_key_path() -> &'static str {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/keys/app.pem")
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/keys/app.pem")
 }
 
 /// `X-Hub-Signature-256` for a webhook body: "sha256=<hex HMAC-SHA256>".
