@@ -29,7 +29,17 @@ else
   token_note="  (first: export SYNC_API_TOKEN=<your sync API token>)"
 fi
 
+# The web console first (a browser; sign in with the sync API token or the read token).
+if [ "${mode:-watch}" = serve ]; then
+  console="$origin/"
+else
+  console="$base/sync-api/"
+fi
 echo
+echo "Web console: $console"
+if [ -n "${no_app:-}" ]; then
+  echo "  sign in with the token $token, and the organization token ${demo_read_token:-} for Sessions and Insights (demo data: remove it with '${syncplane:-syncplane} demo remove')"
+fi
 echo "Functions at $base/<function>/<path>, for example:$token_note"
 echo "  curl -s -X POST -H \"authorization: Bearer $token\" -H 'content-type: application/json' -d '{}' $base/sync-api/api/sync"
 echo "  curl -s -H \"authorization: Bearer $token\" $base/sync-api/api/repos"
@@ -39,12 +49,6 @@ if [ "${mode:-watch}" = serve ]; then
 else
   echo "Sample events: cargo lambda invoke -A $invoke_host -P ${addr##*:} <function> --data-file events/<file>.json"
   echo "Desktop clients' gzip batches labelled application/json need --serve (cargo lambda watch refuses bodies that are not UTF-8)"
-fi
-# The web console (a browser; sign in with the sync API token or the read token).
-if [ "${mode:-watch}" = serve ]; then
-  echo "Web console: $origin/"
-else
-  echo "Web console: $base/sync-api/"
 fi
 if [ -n "${GITHUB_APP_PRIVATE_KEY_FILE:-}" ]; then
   echo "App key (GITHUB_APP_PRIVATE_KEY_FILE): $GITHUB_APP_PRIVATE_KEY_FILE"

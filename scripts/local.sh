@@ -70,6 +70,13 @@ if [ -z "${GITHUB_APP_ID:-}" ] && [ -z "${TENANTS_FILE:-}" ]; then
   no_app=1
 fi
 
+# The console's address first: it answers there once the build below is done.
+if [ "$mode" = serve ]; then
+  echo "console: http://$serve_addr/ (answers once the build below is done)"
+else
+  echo "console: http://$serve_addr/lambda-url/sync-api/ (answers once the build below is done)"
+fi
+
 target_dir=$(cargo metadata --format-version 1 --no-deps |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 # One build, with cargo's progress on the terminal (the first one takes minutes). Always with
@@ -140,8 +147,11 @@ if [ -n "$no_app" ]; then
   export GITHUB_WEBHOOK_SECRET="${GITHUB_WEBHOOK_SECRET:-demo-webhook-secret}"
   export SYNC_API_TOKEN="${SYNC_API_TOKEN:-demo-sync-token}"
   echo "fake GitHub at $GITHUB_API_URL (App $GITHUB_APP_ID, installation $GITHUB_INSTALLATION_ID)"
-  # The device token the events/ingest-*.json samples carry (demo only, public).
-  "$syncplane" ingest demo
+  # The demo data (demo only, public tokens): the demo repositories synced from the fake GitHub,
+  # example sessions and a transcript; `syncplane demo remove` takes it out.
+  demo_out=$("$syncplane" demo load)
+  echo "$demo_out"
+  demo_read_token=$(printf '%s\n' "$demo_out" | sed -n "s/^demo: the console's organization token.*: //p")
 fi
 
 # What the CLI (and scripts/demo.sh) need in another shell: the database and the App. Secrets are

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use shared::config::Config;
 
 pub mod database;
+pub mod demo;
 pub mod provision;
 pub mod report;
 pub mod search;
@@ -58,6 +59,10 @@ pub enum Command {
     /// The transcript archive: `expire` deletes what the orgs' retention says is due.
     #[command(subcommand)]
     Transcripts(transcripts::TranscriptsCommand),
+    /// The local run's demo data (SYNCPLANE_LOCAL=1): `load` syncs the demo repositories and
+    /// loads example sessions and a transcript, `remove` takes all of it out again.
+    #[command(subcommand)]
+    Demo(demo::DemoCommand),
     /// Serve the HTTP functions (webhook, sync-api, ingest) on one local server, binary-safe,
     /// with inline jobs and, with SYNC_SCHEDULER=1, the minute tick: the local run that takes
     /// what real clients send (`scripts/local.sh --serve`).
@@ -81,6 +86,7 @@ pub async fn run(cli: Cli, config: &Config, out: &mut dyn Write) -> anyhow::Resu
         Command::Search(args) => search::run(config, &args, out).await,
         Command::Ingest(cmd) => provision::run(config, cmd, out).await,
         Command::Transcripts(cmd) => transcripts::run(config, cmd, out).await,
+        Command::Demo(cmd) => demo::run(config, cmd, out).await,
         Command::Serve(args) => serve::run(config, &args, out).await,
     }
 }
@@ -110,7 +116,7 @@ impl Command {
             Command::Reap(a) | Command::Drain(a) => named(&a.tenant),
             Command::Search(a) => a.tenant.as_deref().map_or(Databases::First, Databases::One),
             Command::Status { .. } => Databases::All,
-            Command::Ingest(_) => Databases::First,
+            Command::Ingest(_) | Command::Demo(_) => Databases::First,
             Command::Transcripts(transcripts::TranscriptsCommand::Expire { tenant, .. }) => {
                 named(tenant)
             }

@@ -302,6 +302,34 @@ pub const DEMO_DEVICE_TOKEN: &str =
     "spd_events_fixture_test_only_0000000000000000000000000000000000000";
 /// The compute target the samples name.
 pub const DEMO_COMPUTE_TARGET: &str = "laptop-1";
+/// The demo org's read token (the console's organization sign-in in a local run with no App):
+/// public like [`DEMO_DEVICE_TOKEN`], for the local demo only.
+pub const DEMO_READ_TOKEN: &str =
+    "spr_0000000000000000000000000000000000000000000000000000000000000de0";
+/// The demo org's name.
+pub const DEMO_ORG: &str = "demo-acme";
+
+/// The demo org's id, if it is provisioned.
+pub async fn demo_org(pool: &PgPool) -> Result<Option<i64>, sqlx::Error> {
+    sqlx::query_scalar("SELECT id FROM orgs WHERE name = $1")
+        .bind(DEMO_ORG)
+        .fetch_optional(pool)
+        .await
+}
+
+/// [`DEMO_READ_TOKEN`] for the demo org unless it is there already.
+pub async fn demo_read_token(pool: &PgPool, org: i64) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO read_tokens (token_hash, org_id, label)
+         SELECT $1, $2, 'local demo (console)'
+          WHERE NOT EXISTS (SELECT 1 FROM read_tokens WHERE token_hash = $1)",
+    )
+    .bind(super::auth::token_hash(DEMO_READ_TOKEN).as_slice())
+    .bind(org)
+    .execute(pool)
+    .await?;
+    Ok(())
+}
 
 /// Provision what the ingest samples need (org `demo-acme` with the policy and gate on, user
 /// `ada`, target [`DEMO_COMPUTE_TARGET`], token [`DEMO_DEVICE_TOKEN`]) unless the token is already
@@ -319,7 +347,7 @@ pub async fn demo(pool: &PgPool) -> Result<bool, sqlx::Error> {
     let org = create_org(
         pool,
         &NewOrg {
-            name: "demo-acme",
+            name: DEMO_ORG,
             sync_policy: Some(true),
             feature_gate: true,
             frustration_opt_in: false,

@@ -459,3 +459,113 @@ async fn an_operator_switches_the_transcript_gate_and_sees_it_with_the_orgs_sett
     let (_, out) = s.syncplane(&["ingest", "orgs"]).await;
     assert!(out.contains("agent_transcript_sync off"), "{out}");
 }
+
+/// Issue 32 point 3: `syncplane demo load` (what a local run with no App does) syncs the demo
+/// repositories and loads the example sessions and a transcript, every title marked as demo
+/// data, readable with the demo's organization token; a second load changes nothing; `syncplane
+/// demo remove` takes all of it out, the transcript's object too. Local runs only.
+#[tokio::test]
+async fn the_demo_loads_repositories_sessions_and_a_transcript_and_one_command_removes_it() {
+    let s = Setup::new().await;
+    let store = syncplane_tests::transcripts::temp_dir();
+    let vars = |local: bool| -> Vec<(String, String)> {
+        let mut v: Vec<(String, String)> = s
+            .env()
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v))
+            .collect();
+        v.push(("TRANSCRIPT_DATA_DIR".into(), store.display().to_string()));
+        if local {
+            v.push(("SYNCPLANE_LOCAL".into(), "1".into()));
+        }
+        v
+    };
+    let (code, out) = syncplane_tests::cli::syncplane(&vars(false), &["demo", "load"]).await;
+    assert_eq!(code, ExitCode::FAILURE, "not outside a local run: {out}");
+
+    for _ in 0..2 {
+        let (code, out) = syncplane_tests::cli::syncplane(&vars(true), &["demo", "load"]).await;
+        assert_eq!(code, ExitCode::SUCCESS, "{out}");
+        assert!(
+            out.contains(shared::ingest::provision::DEMO_READ_TOKEN),
+            "{out}"
+        );
+    }
+    let runs: Vec<(String, Option<String>, i32)> =
+        sqlx::query_as("SELECT status, error, repos_synced FROM sync_runs")
+            .fetch_all(&s.db.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        s.stored().await,
+        ["acme/handbook", "acme/widgets"],
+        "{runs:?}"
+    );
+    let titles: Vec<String> = sqlx::query_scalar(
+        "SELECT s.title FROM agent_sessions s JOIN orgs o ON o.id = s.org_id
+          WHERE o.name = 'demo-acme' ORDER BY s.title",
+    )
+    .fetch_all(&s.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(titles.len(), 2, "{titles:?}");
+    assert!(titles.iter().all(|t| t.starts_with("Demo: ")), "{titles:?}");
+    let acked: i64 = sqlx::query_scalar("SELECT acked_offset FROM transcript_files")
+        .fetch_one(&s.db.pool)
+        .await
+        .unwrap();
+    assert!(acked > 0, "the transcript is archived once");
+    // The console reads them with the demo org's read token.
+    let ingest = shared::ingest::IngestState {
+        pool: s.db.pool.clone(),
+        rate_limit_per_minute: 100,
+        admission: shared::ingest::Admission::unlimited(),
+        transcripts: shared::ingest::transcripts::TranscriptsState::direct(store.clone()),
+    };
+    let auth = format!("Bearer {}", shared::ingest::provision::DEMO_READ_TOKEN);
+    let req = syncplane_tests::apigw::request(
+        "GET",
+        "/api/agent-sessions/transcripts/lines?computeTargetId=laptop-1&sessionId=example-claude-refactor&fileId=example-claude-refactor.jsonl",
+        &[("authorization", &auth)],
+        None,
+    );
+    let r = syncplane_tests::apigw::reply(shared::ingest::handle(&ingest, req).await);
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.data()["lines"].as_array().unwrap().len() >= 5);
+    let objects = || walk(&store);
+    assert!(!objects().is_empty());
+
+    let (code, out) = syncplane_tests::cli::syncplane(&vars(true), &["demo", "remove"]).await;
+    assert_eq!(code, ExitCode::SUCCESS, "{out}");
+    assert!(
+        s.stored().await.is_empty(),
+        "the demo repositories are gone"
+    );
+    let left: i64 = sqlx::query_scalar(
+        "SELECT (SELECT count(*) FROM orgs) + (SELECT count(*) FROM agent_sessions)
+              + (SELECT count(*) FROM transcript_files) + (SELECT count(*) FROM documents)",
+    )
+    .fetch_one(&s.db.pool)
+    .await
+    .unwrap();
+    assert_eq!(left, 0);
+    assert!(
+        objects().is_empty(),
+        "the transcript's objects are deleted: {:?}",
+        objects()
+    );
+}
+
+/// The files under `dir`, recursively.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
