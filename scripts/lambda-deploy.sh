@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Deploy each function with `cargo lambda deploy` (README "cargo lambda deploy"): builds the
+# Deploy each function with `cargo lambda deploy` (docs/deploy.md "`cargo lambda deploy`"): builds the
 # crates of functions/ (only they are deploy targets: not the CLI, the benchmarks or the fake
 # GitHub) for arm64, then creates or updates one Lambda function per crate, named
 # "${SYNCPLANE_FUNCTION_PREFIX:-syncplane}-<crate>". Memory, timeout, tracing, log retention

@@ -1,4 +1,4 @@
-//! The sync engine's limits, each said once (README "Limits"; docs/configuration.md
+//! The sync engine's limits, each said once (docs/configuration.md "Limits"; docs/configuration.md
 //! `SYNC_CONFIG`): configuration validates `limits.*` and `sync.intervalMinutes` against them,
 //! selection and the parsers enforce them. A leaf: it imports nothing.
 //!

@@ -5,8 +5,8 @@
 //! own deserialization (`LambdaRequest`), so the handlers see what they see in Lambda. The body
 //! follows API Gateway's rule: a text content type (`text/*`, `application/json`,
 //! `application/xml`, `application/javascript`) travels as a string, anything else base64 with
-//! `isBase64Encoded: true`. Unlike API Gateway (README "Request bodies through API Gateway"), a
-//! text-typed body that is not UTF-8, such as the desktop client's gzip batch labelled
+//! `isBase64Encoded: true`. Unlike API Gateway (docs/local.md "Request bodies through API
+//! Gateway"), a text-typed body that is not UTF-8, such as the desktop client's gzip batch labelled
 //! `application/json`, is sent base64 too: the bytes reach the handler exactly as the client
 //! sent them.
 
@@ -31,7 +31,7 @@ fn is_text_type(headers: &HeaderMap) -> bool {
 
 /// Whether a deployed HTTP API hands a body of this `Content-Type` to the function as text:
 /// `text/*`, `application/json`, `application/xml` and `application/javascript` (parameters
-/// ignored); any other type, and no type, arrive base64 (README "Request bodies through API
+/// ignored); any other type, and no type, arrive base64 (docs/local.md "Request bodies through API
 /// Gateway"). The tests build their API Gateway events by the same rule.
 pub fn delivered_as_text(content_type: Option<&str>) -> bool {
     let Some(value) = content_type else {

@@ -1,5 +1,5 @@
-//! The exit codes of `push`, shared by `transcripts push` and `hook` (README, "The desktop agent
-//! client"; issue 21, points 8, 9 and 11). Each names one cause; a usage error is 1 like any
+//! The exit codes of `push`, shared by `transcripts push` and `hook`
+//! (docs/desktop-client.md, "The desktop client"; issue 21, points 8, 9 and 11). Each names one cause; a usage error is 1 like any
 //! other error, never 2 (clap's default), which says that sessions were set aside.
 
 use std::process::ExitCode;
@@ -22,7 +22,7 @@ pub const TARGET_NOT_OWNED: u8 = 6;
 /// `--url` reaches no ingest function: hello and the sync route both answered 404.
 pub const NOT_INGEST: u8 = 7;
 
-/// The table `--help` prints (README, "The desktop agent client", has the same).
+/// The table `--help` prints (docs/desktop-client.md, "The desktop client", has the same).
 pub const TABLE: &str = "\
 Exit codes:
   0  every session delivered

@@ -1,6 +1,6 @@
 //! `syncplane-agent transcripts push`, `transcripts flush` and `syncplane-agent hook`: the
-//! transcript lane as commands (docs/transcript-wire-contract.md, "Client rules"; README, "The
-//! desktop agent client").
+//! transcript lane as commands (docs/transcript-wire-contract.md, "Client rules";
+//! docs/desktop-client.md, "The transcript lane").
 //!
 //! `transcripts push --dir DIR` sweeps the directory (the layouts of
 //! [`syncplane_agent::JsonlDirSource`]), uploads every file's segments and exits when every file

@@ -1,5 +1,5 @@
 //! `bench-sync-load`: sync under concurrency (issue 12 §6; spec "Serialization and locks",
-//! README "Deployment": the connection budget). Prints figures; exits non-zero when a hard condition
+//! docs/deploy.md "The connection budget"). Prints figures; exits non-zero when a hard condition
 //! fails. Not a test: CI never runs it.
 //!
 //! Worker PROCESSES (this binary again, in `worker` mode) drain `sync.repo` jobs from a queue of

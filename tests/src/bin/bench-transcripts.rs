@@ -255,7 +255,7 @@ fn zstd_size(bytes: &[u8]) -> u64 {
         .map_or(0, |s| s.compressed.len() as u64)
 }
 
-/// The two transports of the lane (docs/transcript-wire-contract.md "Transports").
+/// The two transports of the lane (docs/transcript-wire-contract.md "`POST .../intent`").
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Transport {
     Direct,

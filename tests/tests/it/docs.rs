@@ -765,6 +765,78 @@ fn code_comments_point_at_documents_the_repository_has() {
     );
 }
 
+/// Lowercase, backticks and section numbers ("3. ") gone, runs of white space one space: how a
+/// comment's quoted section name is compared with a heading.
+fn normalized(text: &str) -> String {
+    let text = text.replace('`', "").to_lowercase();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let words = match words.first() {
+        Some(w) if w.trim_end_matches('.').parse::<u32>().is_ok() && w.ends_with('.') => &words[1..],
+        _ => &words[..],
+    };
+    words.join(" ")
+}
+
+/// Whether a heading is the one a citation names: the name's pieces around each `...` (a route
+/// cited as `POST .../intent`) appear in the heading in order.
+fn cites(heading: &str, name: &str) -> bool {
+    let mut rest = heading;
+    for piece in name.split("...") {
+        match rest.find(piece) {
+            Some(at) => rest = &rest[at + piece.len()..],
+            None => return false,
+        }
+    }
+    true
+}
+
+#[test]
+fn every_section_a_comment_cites_is_a_heading_of_that_document() {
+    // Issue 32: the README became a map and its sections moved into docs/; a comment that says
+    // `README "Limits"` or `docs/deploy.md "Secrets"` must name a heading the document has.
+    let citation =
+        regex_lite::Regex::new(r#"(README|docs/[a-z0-9-]+\.md),? "([^"]+)""#).unwrap();
+    // A comment's continuation lines joined, so a name wrapped over two lines is read whole.
+    let continuation = regex_lite::Regex::new(r"\n[ \t]*(//[!/]?|#)[ \t]*").unwrap();
+    let mut files = Vec::new();
+    files_with(
+        &repo_file(""),
+        &[".rs", ".yaml", ".sh", ".toml", ".py"],
+        &mut files,
+    );
+    let mut cited = 0;
+    let mut dangling = Vec::new();
+    for file in files {
+        if file.ends_with("tests/tests/it/docs.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file).unwrap();
+        let joined = continuation.replace_all(&text, " ");
+        for found in citation.captures_iter(&joined) {
+            let document = if &found[1] == "README" {
+                "README.md"
+            } else {
+                &found[1]
+            };
+            let name = normalized(&found[2]);
+            let headings: Vec<String> = read(document)
+                .lines()
+                .filter(|l| l.starts_with('#'))
+                .map(|l| normalized(l.trim_start_matches('#')))
+                .collect();
+            cited += 1;
+            if !headings.iter().any(|h| cites(h, &name)) {
+                dangling.push(format!("{}: {document} \"{}\"", file.display(), &found[2]));
+            }
+        }
+    }
+    assert!(cited > 20, "the walk found the citations: {cited}");
+    assert!(
+        dangling.is_empty(),
+        "sections cited that their document does not have: {dangling:#?}"
+    );
+}
+
 #[test]
 fn the_readme_is_a_map_of_at_most_200_lines() {
     // Issue 32, point 4: the README says what syncplane is, how to set it up, what it looks like

@@ -1,4 +1,4 @@
-//! The read routes under `/api/repos/{owner}/{name}` and `/api/search` (README "Read
+//! The read routes under `/api/repos/{owner}/{name}` and `/api/search` (docs/api.md "Read
 //! API"): matching the path (strictly percent-decoded) and answering a matched route.
 
 use serde_json::Value;

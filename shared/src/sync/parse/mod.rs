@@ -4,8 +4,8 @@
 //! a warning for that document. Pure code: no database, no network, and no panic on any input.
 //!
 //! Every parser here is fed by anyone who can change a synced repository, so each has named
-//! bounds on time and memory (README "Limits"): the input is at most [`MAX_INPUT_BYTES`];
-//! frontmatter within [`MAX_FRONTMATTER_VALUES`] and [`MAX_FRONTMATTER_JSON_BYTES`] (see
+//! bounds on time and memory (docs/configuration.md "Limits"): the input is at most
+//! [`MAX_INPUT_BYTES`]; frontmatter within [`MAX_FRONTMATTER_VALUES`] and [`MAX_FRONTMATTER_JSON_BYTES`] (see
 //! `frontmatter`); markdown within [`MAX_MARKDOWN_NODES`] and [`MAX_MARKDOWN_STEPS`] (see
 //! `markdown`); the MDX rewrite and CODEOWNERS are single linear passes over the input.
 

@@ -95,8 +95,8 @@ async fn a_gzip_batch_gets_the_same_answer_through_serve_and_through_api_gateway
 
 #[tokio::test]
 async fn serve_takes_a_gzip_batch_labelled_application_json_as_older_clients_send_it() {
-    // A deployed HTTP API would hand this body over as text (README "Request bodies through API
-    // Gateway"); the local server takes every byte, so clients that label gzip as JSON work in
+    // A deployed HTTP API would hand this body over as text (docs/local.md "Request bodies
+    // through API Gateway"); the local server takes every byte, so clients that label gzip as JSON work in
     // a local run (and `serve` logs that a deployment may not take them).
     let w = World::new().await;
     let local = env().await;

@@ -1,6 +1,6 @@
 //! Request bodies as a deployed API Gateway HTTP API (payload format 2.0) hands them to the ingest
-//! function (issue 13 point 7; README "Request bodies through API Gateway"). API Gateway chooses by
-//! `Content-Type` alone: `text/*`, `application/json`, `application/xml` and
+//! function (issue 13 point 7; docs/local.md "Request bodies through API Gateway"). API
+//! Gateway chooses by `Content-Type` alone: `text/*`, `application/json`, `application/xml` and
 //! `application/javascript` arrive as a string (`isBase64Encoded: false`), anything else base64
 //! (`isBase64Encoded: true`; `syncplane_tests::apigw::event` builds events by that rule). A gzip
 //! batch labelled `application/octet-stream` arrives base64 and intact; a gzip batch labelled as
