@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Subcommand, ValueEnum};
+use shared::accounts::provision::{self, GlobalFeature, NewOrg, OrgSettings};
+use shared::accounts::tokens::{self, TokenKind};
 use shared::archive::retention;
 use shared::ingest::listing;
-use shared::ingest::provision::{self, GlobalFeature, NewOrg, OrgSettings};
-use shared::ingest::transcripts::read_auth;
 use sqlx::PgPool;
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -229,7 +229,7 @@ pub async fn run(
             issue_token(&pool, user_id, label.as_deref(), out).await?;
         }
         IngestCommand::RevokeToken { token_id } => {
-            if !provision::revoke_device_token(&pool, token_id).await? {
+            if !tokens::revoke(&pool, TokenKind::Device, token_id).await? {
                 anyhow::bail!("token {token_id} not found or already revoked");
             }
             writeln!(out, "token {token_id} revoked")?;
@@ -238,7 +238,7 @@ pub async fn run(
             issue_read_token(&pool, org, label.as_deref(), out).await?;
         }
         IngestCommand::RevokeReadToken { token_id } => {
-            if !read_auth::revoke_read_token(&pool, token_id).await? {
+            if !tokens::revoke(&pool, TokenKind::Read, token_id).await? {
                 anyhow::bail!("read token {token_id} not found or already revoked");
             }
             writeln!(out, "read token {token_id} revoked")?;
@@ -392,7 +392,7 @@ async fn issue_token(
     label: Option<&str>,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let issued = provision::issue_device_token(pool, user_id, label)
+    let issued = tokens::issue_device_token(pool, user_id, label)
         .await
         .with_context(|| format!("user {user_id} not found"))?;
     eprintln!(
@@ -411,7 +411,7 @@ async fn issue_read_token(
     label: Option<&str>,
     out: &mut dyn Write,
 ) -> anyhow::Result<()> {
-    let issued = read_auth::issue_read_token(pool, org_id, label)
+    let issued = tokens::issue_read_token(pool, org_id, label)
         .await
         .with_context(|| format!("org {org_id} not found"))?;
     eprintln!(

@@ -1,26 +1,17 @@
-//! syncplane's library: every rule of the specification lives here, so the Lambda functions, the
-//! `syncplane` CLI and the tests all reach the same code.
+//! syncplane's layers under one name, for the two programs that use all of them: the `syncplane`
+//! CLI (which serves every surface locally and operates every table) and the tests. The Lambda
+//! functions depend on their own surface's crate only. Each module here is a crate of
+//! `shared/`, lowest first (docs/design.md, "Crates"); nothing is defined here.
 
-pub mod api;
-pub mod app;
-pub mod archive;
-pub mod config;
-pub mod console;
-pub mod db;
-pub mod github;
-pub mod http;
-pub mod ingest;
-pub mod jobs;
-pub mod limits;
-pub mod metrics;
-pub mod scheduler;
-pub mod schema;
-pub mod start;
-pub mod status;
-pub mod sync;
-pub mod telemetry;
-pub mod tenants;
-#[cfg(test)]
-mod testing;
-pub mod webhook;
-pub mod worker;
+pub use syncplane_accounts as accounts;
+pub use syncplane_api as api;
+pub use syncplane_api::console;
+pub use syncplane_archive as archive;
+pub use syncplane_core::{
+    config, db, from_row, http, limits, metrics, params, schema, start, telemetry,
+};
+pub use syncplane_engine::{status, sync};
+pub use syncplane_github as github;
+pub use syncplane_ingest as ingest;
+pub use syncplane_webhook as webhook;
+pub use syncplane_worker::{app, jobs, scheduler, tenants, worker};

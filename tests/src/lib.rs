@@ -6,6 +6,7 @@ pub mod apigw;
 pub mod bench;
 pub mod browser;
 pub mod cli;
+pub mod crates;
 pub mod db;
 /// The fake GitHub (its own crate, so the local demo builds it without the tests' dependencies).
 pub use syncplane_fake_github as fake_github;

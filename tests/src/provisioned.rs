@@ -1,6 +1,7 @@
 //! Ingest provisioning that several tests start from.
 
-use shared::ingest::provision::{self, NewOrg};
+use shared::accounts::provision::{self, NewOrg};
+use shared::accounts::tokens;
 use sqlx::PgPool;
 
 /// Org `acme` (sync policy on, feature gate on, frustration off) and its user `ada`: their ids.
@@ -36,7 +37,7 @@ pub async fn device_on_target(pool: &PgPool, target: &str) -> Device {
     provision::create_compute_target(pool, user, target)
         .await
         .expect("create compute target");
-    let issued = provision::issue_device_token(pool, user, Some("laptop"))
+    let issued = tokens::issue_device_token(pool, user, Some("laptop"))
         .await
         .expect("issue device token");
     Device {

@@ -2,31 +2,32 @@
 //! and the transcript lane's `/api/agent-sessions/transcripts/...` routes:
 //! logging, configuration, a lazily connected pool kept across invocations, the schema check
 //! (503 `schema_behind`), then
-//! `shared::ingest::serve` (the schema check, then the handler).
+//! `syncplane_ingest::serve` (the schema check, then the handler).
 
 use lambda_http::{Error, Request, run_concurrent, service_fn};
-use shared::ingest::{IngestState, serve};
-use shared::schema::SchemaGuard;
-use shared::start::{OrExit, for_process};
+use syncplane_core::schema::SchemaGuard;
+use syncplane_core::start::{OrExit, for_process};
+use syncplane_ingest::{IngestState, serve};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    shared::telemetry::init(true);
-    let config = shared::start::config().await;
-    shared::start::check_databases(&config).await;
+    syncplane_core::telemetry::init(true);
+    let config = syncplane_core::start::config().await;
+    syncplane_core::start::check_databases(&config).await;
     // Ingest serves the FIRST configured tenant's database: device tokens carry no tenant, so a
     // multi-tenant deployment runs one ingest function per tenant database.
     let tenant = config
         .tenants
         .first()
         .or_exit("configuration error: no tenant configured (DATABASE_URL or TENANTS_FILE)");
-    let pool = shared::db::lazy_pool(&tenant.database_url, shared::db::DEFAULT_POOL_SIZE)
-        .or_exit("configuration error: DATABASE_URL");
+    let pool =
+        syncplane_core::db::lazy_pool(&tenant.database_url, syncplane_core::db::DEFAULT_POOL_SIZE)
+            .or_exit("configuration error: DATABASE_URL");
     let state = IngestState {
         pool,
         rate_limit_per_minute: config.ingest_rate_limit_per_minute,
-        admission: shared::ingest::Admission::limited(config.ingest_max_in_flight),
-        transcripts: shared::ingest::transcripts::TranscriptsState::from_settings(
+        admission: syncplane_ingest::Admission::limited(config.ingest_max_in_flight),
+        transcripts: syncplane_ingest::transcripts::TranscriptsState::from_settings(
             &config.transcripts,
         )
         .await,

@@ -1,25 +1,25 @@
 //! Thin Lambda entry point for the one-minute EventBridge schedule: logging, the queue client
 //! built once, then per invocation the configuration read again (the tenant list can change),
-//! the schema check (`shared::worker::held::JobsSchema::hold_back`: a tenant whose database is behind
+//! the schema check (`syncplane_worker::worker::held::JobsSchema::hold_back`: a tenant whose database is behind
 //! this build gets no job, one log line, and fails the invocation once the others have ticked)
-//! and `shared::worker::tick::TickFunction::invoke`.
+//! and `syncplane_worker::worker::tick::TickFunction::invoke`.
 
 use aws_lambda_events::event::eventbridge::EventBridgeEvent;
 use lambda_runtime::{Error, LambdaEvent, run_concurrent, service_fn};
-use shared::start::for_process;
-use shared::worker::held::{JobsFunction, JobsSchema};
-use shared::worker::tick::{TickFunction, TickReport};
+use syncplane_core::start::for_process;
+use syncplane_worker::worker::held::{JobsFunction, JobsSchema};
+use syncplane_worker::worker::tick::{TickFunction, TickReport};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    shared::telemetry::init(true);
-    let config = shared::start::config().await;
-    shared::start::check_databases(&config).await;
+    syncplane_core::telemetry::init(true);
+    let config = syncplane_core::start::config().await;
+    syncplane_core::start::check_databases(&config).await;
     let tick = for_process(TickFunction::new(&config).await);
     let schema = for_process(JobsSchema::new(JobsFunction::Tick));
     run_concurrent(service_fn(
         move |_event: LambdaEvent<EventBridgeEvent>| async move {
-            let mut config = shared::config::from_env_resolved().await?;
+            let mut config = syncplane_core::config::from_env_resolved().await?;
             // With the scheduler off the tick touches no database: nothing to check.
             let held_back = if config.scheduler_enabled {
                 schema.hold_back(&mut config).await

@@ -1,6 +1,6 @@
 //! Thin Lambda entry point for the worker (SQS event source with `ReportBatchItemFailures`):
 //! logging, configuration, the tenants and the jobs adapter built once, then per batch
-//! `shared::worker::Worker::serve`: the schema check (a tenant whose database is behind this build
+//! `syncplane_worker::worker::Worker::serve`: the schema check (a tenant whose database is behind this build
 //! has its jobs put back on the queue with a delay, unrun, with one log line), then the jobs. With
 //! `TRANSCRIPT_BUCKET` it also completes uploads from the bucket's notifications and runs the
 //! archive's retention (`transcripts.expire`).
@@ -9,30 +9,30 @@ use std::sync::Arc;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, run_concurrent, service_fn};
-use shared::start::{OrExit, for_process};
-use shared::sync::workspace::RunOptions;
-use shared::tenants::Tenants;
-use shared::worker::Worker;
-use shared::worker::expire::TranscriptArchive;
+use syncplane_core::start::{OrExit, for_process};
+use syncplane_engine::sync::workspace::RunOptions;
+use syncplane_worker::tenants::Tenants;
+use syncplane_worker::worker::Worker;
+use syncplane_worker::worker::expire::TranscriptArchive;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    shared::telemetry::init(true);
-    let config = shared::start::config().await;
-    shared::start::check_databases(&config).await;
+    syncplane_core::telemetry::init(true);
+    let config = syncplane_core::start::config().await;
+    syncplane_core::start::check_databases(&config).await;
     let tenants = Arc::new(
         Tenants::from_config(
             &config,
-            shared::db::DEFAULT_POOL_SIZE,
+            syncplane_core::db::DEFAULT_POOL_SIZE,
             RunOptions::default(),
         )
         .or_exit("configuration error: DATABASE_URL"),
     );
-    let jobs = shared::worker::jobs_adapter(&config, tenants.clone()).await;
+    let jobs = syncplane_worker::worker::jobs_adapter(&config, tenants.clone()).await;
     let mut worker = Worker::new(tenants.clone(), jobs);
     // S3 notifications of the transcript bucket complete uploads whose `complete` was lost; the
     // tick's hourly `transcripts.expire` deletes from the same bucket what retention says is due.
-    if let Some(archive) = shared::worker::s3_events::archive(&config, &tenants).await {
+    if let Some(archive) = syncplane_worker::worker::s3_events::archive(&config, &tenants).await {
         if let Some(retention) = TranscriptArchive::first_tenant(&config, archive.store.clone()) {
             worker = worker.with_retention(retention);
         }

@@ -40,7 +40,8 @@ use rand::rngs::StdRng;
 use rand::seq::IndexedRandom;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use shared::ingest::provision::{self, NewOrg};
+use shared::accounts::provision::{self, NewOrg};
+use shared::accounts::tokens;
 use shared::ingest::{IngestState, MAX_WIRE_BYTES, handle};
 use syncplane_tests::bench::{ConnectionSampler, PgLog, Row, ms, pct, print_table};
 use syncplane_tests::db::TestDb;
@@ -296,7 +297,7 @@ async fn provision_clients(db: &TestDb, n: usize) -> Vec<Client> {
         let user = provision::create_user(&db.pool, org, &format!("user-{pair}"))
             .await
             .expect("user");
-        let token = provision::issue_device_token(&db.pool, user, None)
+        let token = tokens::issue_device_token(&db.pool, user, None)
             .await
             .expect("token")
             .token;

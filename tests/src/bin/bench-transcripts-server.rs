@@ -31,8 +31,9 @@ use clap::Parser;
 use rand::{RngCore, SeedableRng};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use shared::accounts::provision::{self, NewOrg};
+use shared::accounts::tokens;
 use shared::ingest::IngestState;
-use shared::ingest::provision::{self, NewOrg};
 use shared::ingest::transcripts::TranscriptsState;
 use syncplane_cli::serve::{Functions, router};
 use syncplane_tests::bench::{Row, ms, pct, print_table};
@@ -217,7 +218,7 @@ async fn provision_clients(db: &TestDb, n: usize) -> Vec<Client> {
         provision::create_compute_target(&db.pool, user, &target)
             .await
             .expect("target");
-        let token = provision::issue_device_token(&db.pool, user, None)
+        let token = tokens::issue_device_token(&db.pool, user, None)
             .await
             .expect("token")
             .token;

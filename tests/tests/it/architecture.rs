@@ -1,13 +1,18 @@
-//! Issue 19's one-way layers, checked on the source: no file imports another that imports it
-//! back (in any crate of the workspace), no module group imports another that imports it back,
-//! and no import in `shared/src` runs up the layers docs/design.md draws
-//! ([`SHARED_LAYERS`]). Every failure names the file and the line of the import. The analysis
+//! Issue 19's one-way layers, held by cargo since issue 33: every crate of the workspace depends
+//! only on crates below it ([`CRATE_LAYERS`], docs/design.md "Crates"), and each Lambda function
+//! only on its surface. Inside a crate, checked on the source: no file imports another that
+//! imports it back, no module group imports another that imports it back, and no import in the
+//! floor crate (`shared/core`) runs up its layers ([`CORE_LAYERS`]). Every failure names the file and the line of the import. The analysis
 //! is `syncplane_tests::imports` (`cargo run -p syncplane-tests --features tools --bin imports` prints it all).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use syncplane_tests::imports::{Analysis, Cycle, SHARED_LAYERS, read_sources, workspace_crates};
+use syncplane_tests::crates::{
+    CRATE_LAYERS, FUNCTION_SURFACES, layer_of, manifests, resolved_packages, unlayered,
+    upward_dependencies,
+};
+use syncplane_tests::imports::{Analysis, CORE_LAYERS, Cycle, read_sources, workspace_crates};
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -36,8 +41,8 @@ fn assert_no_file_cycles(src: &str) {
 }
 
 #[test]
-fn shared_has_no_import_cycles_between_files() {
-    assert_no_file_cycles("shared/src");
+fn the_floor_crate_has_no_import_cycles_between_files() {
+    assert_no_file_cycles("shared/core/src");
 }
 
 #[test]
@@ -53,7 +58,7 @@ fn agent_client_has_no_import_cycles_between_files() {
 /// The function binaries and any crate added later (a wire-contract crate, say).
 #[test]
 fn no_other_workspace_crate_has_import_cycles_between_files() {
-    let named = ["shared/src", "cli/src", "clients/agent-sync/src"];
+    let named = ["shared/core/src", "cli/src", "clients/agent-sync/src"];
     let crates = workspace_crates(&root()).expect("workspace members");
     for src in named {
         assert!(
@@ -83,11 +88,11 @@ fn no_module_group_imports_another_that_imports_it_back() {
 }
 
 #[test]
-fn no_import_runs_up_the_layers_docs_design_draws() {
-    let upward = analysis("shared/src").upward_imports(SHARED_LAYERS);
+fn no_import_of_the_floor_crate_runs_up_its_layers() {
+    let upward = analysis("shared/core/src").upward_imports(CORE_LAYERS);
     assert!(
         upward.is_empty(),
-        "{} import(s) in shared/src run up the layers (SHARED_LAYERS, docs/design.md):\n{}",
+        "{} import(s) in shared/core/src run up its layers (CORE_LAYERS, docs/design.md):\n{}",
         upward.len(),
         upward
             .iter()
@@ -98,11 +103,11 @@ fn no_import_runs_up_the_layers_docs_design_draws() {
 }
 
 #[test]
-fn every_shared_module_has_a_layer() {
-    let unlayered = analysis("shared/src").unlayered(SHARED_LAYERS);
+fn every_module_of_the_floor_crate_has_a_layer() {
+    let unlayered = analysis("shared/core/src").unlayered(CORE_LAYERS);
     assert!(
         unlayered.is_empty(),
-        "modules of shared/src in no layer of SHARED_LAYERS (place them, and in docs/design.md): {unlayered:?}"
+        "modules of shared/core/src in no layer of CORE_LAYERS (place them, and in docs/design.md): {unlayered:?}"
     );
 }
 
@@ -110,8 +115,8 @@ fn every_shared_module_has_a_layer() {
 /// reported with its file and line, and the two files as a cycle.
 #[test]
 fn a_planted_upward_import_and_cycle_are_caught() {
-    let sources = read_sources(&root().join("shared/src")).expect("shared/src");
-    let today = Analysis::of_sources("shared/src", &sources);
+    let sources = read_sources(&root().join("shared/core/src")).expect("shared/core/src");
+    let today = Analysis::of_sources("shared/core/src", &sources);
     let in_layer = |layer: &[&str]| {
         today
             .files
@@ -121,10 +126,10 @@ fn a_planted_upward_import_and_cycle_are_caught() {
             .clone()
     };
     let (low, high) = (
-        in_layer(SHARED_LAYERS[0]),
-        in_layer(SHARED_LAYERS[SHARED_LAYERS.len() - 1]),
+        in_layer(CORE_LAYERS[0]),
+        in_layer(CORE_LAYERS[CORE_LAYERS.len() - 1]),
     );
-    let rel = |path: &str| path.trim_start_matches("shared/src/").to_owned();
+    let rel = |path: &str| path.trim_start_matches("shared/core/src/").to_owned();
     let mut planted: BTreeMap<String, String> = sources.clone();
     let plant = |text: &mut String, module: &str| {
         text.push_str(&format!("\nuse crate::{module}::Planted;\n"));
@@ -136,18 +141,18 @@ fn a_planted_upward_import_and_cycle_are_caught() {
         planted.get_mut(&rel(&high.path)).expect("high file"),
         &low.module[0],
     );
-    let after = Analysis::of_sources("shared/src", &planted);
+    let after = Analysis::of_sources("shared/core/src", &planted);
 
     let expected = format!(
         "{}:{line}: imports crate::{}::Planted (layer 1 {} -> layer {} {})",
         low.path,
         high.module[0],
         low.module[0],
-        SHARED_LAYERS.len(),
+        CORE_LAYERS.len(),
         high.module[0]
     );
     let upward: Vec<String> = after
-        .upward_imports(SHARED_LAYERS)
+        .upward_imports(CORE_LAYERS)
         .iter()
         .map(ToString::to_string)
         .collect();
@@ -163,36 +168,149 @@ fn a_planted_upward_import_and_cycle_are_caught() {
     );
 }
 
-/// docs/design.md draws the layers the test checks: its "Layers" table, row by row, names the
-/// modules of [`SHARED_LAYERS`], lowest first.
-#[test]
-fn docs_design_draws_the_layers_the_architecture_test_checks() {
+/// The rows of the numbered table in docs/design.md's section `heading`: each row's second cell,
+/// split at commas, backticks trimmed.
+fn drawn_layers(heading: &str) -> Vec<Vec<String>> {
     let design = std::fs::read_to_string(root().join("docs/design.md")).expect("docs/design.md");
     let section = design
-        .split("\n## Layers\n")
+        .split(&format!("\n## {heading}\n"))
         .nth(1)
-        .expect("docs/design.md has a Layers section");
+        .unwrap_or_else(|| panic!("docs/design.md has a {heading} section"));
     let section = &section[..section.find("\n## ").unwrap_or(section.len())];
-    let drawn: Vec<Vec<String>> = section
+    section
         .lines()
         .filter_map(|line| {
             let mut cells = line.strip_prefix('|')?.split('|').map(str::trim);
             cells.next()?.parse::<usize>().ok()?;
-            let modules = cells.next()?;
+            let names = cells.next()?;
             Some(
-                modules
+                names
                     .split(',')
                     .map(|m| m.trim().trim_matches('`').to_owned())
                     .collect(),
             )
         })
-        .collect();
-    let code: Vec<Vec<String>> = SHARED_LAYERS
+        .collect()
+}
+
+fn owned(layers: &[&[&str]]) -> Vec<Vec<String>> {
+    layers
         .iter()
         .map(|layer| layer.iter().map(|m| (*m).to_owned()).collect())
-        .collect();
+        .collect()
+}
+
+/// docs/design.md draws the layers the tests check: its "Crates" table names the crates of
+/// [`CRATE_LAYERS`] and its "Inside the floor crate" table the modules of [`CORE_LAYERS`], row by
+/// row, lowest first.
+#[test]
+fn docs_design_draws_the_layers_the_architecture_test_checks() {
     assert_eq!(
-        drawn, code,
-        "docs/design.md's Layers table and SHARED_LAYERS disagree"
+        drawn_layers("Crates"),
+        owned(CRATE_LAYERS),
+        "docs/design.md's Crates table and CRATE_LAYERS disagree"
     );
+    assert_eq!(
+        drawn_layers("Inside the floor crate"),
+        owned(CORE_LAYERS),
+        "docs/design.md's floor-crate table and CORE_LAYERS disagree"
+    );
+}
+
+#[test]
+fn every_crate_depends_only_on_crates_below_it() {
+    let manifests = manifests(&root()).expect("the workspace's manifests");
+    assert!(manifests.len() >= 20, "{} manifests", manifests.len());
+    let upward = upward_dependencies(&manifests, CRATE_LAYERS);
+    assert!(
+        upward.is_empty(),
+        "dependencies that do not point down CRATE_LAYERS (docs/design.md \"Crates\"):\n{}",
+        upward
+            .iter()
+            .map(|u| format!("  {u}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let unlayered = unlayered(&manifests, CRATE_LAYERS);
+    assert!(
+        unlayered.is_empty(),
+        "crates in no layer of CRATE_LAYERS (place them, and in docs/design.md): {unlayered:?}"
+    );
+}
+
+/// The check can fail: the floor crate made to depend on the engine (up), and the GitHub client
+/// on the archive (a crate of its own layer), are both reported with their manifests.
+#[test]
+fn a_planted_upward_dependency_is_caught() {
+    let mut planted = manifests(&root()).expect("the workspace's manifests");
+    for (from, to) in [
+        ("syncplane-core", "syncplane-engine"),
+        ("syncplane-github", "syncplane-archive"),
+    ] {
+        planted
+            .iter_mut()
+            .find(|m| m.name == from)
+            .expect("the crate")
+            .depends_on
+            .push(to.to_owned());
+    }
+    let upward: Vec<String> = upward_dependencies(&planted, CRATE_LAYERS)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    for expected in [
+        "shared/core/Cargo.toml: syncplane-core (layer 2) depends on syncplane-engine (layer 4)",
+        "shared/github/Cargo.toml: syncplane-github (layer 3) depends on syncplane-archive (layer 3)",
+    ] {
+        assert!(
+            upward.iter().any(|u| u == expected),
+            "{expected} not in {upward:#?}"
+        );
+    }
+}
+
+#[test]
+fn each_lambda_function_depends_only_on_its_surface() {
+    let manifests = manifests(&root()).expect("the workspace's manifests");
+    for (function, allowed) in FUNCTION_SURFACES {
+        let m = manifests
+            .iter()
+            .find(|m| m.name == *function)
+            .unwrap_or_else(|| panic!("no function {function}"));
+        assert!(layer_of(CRATE_LAYERS, function).is_some());
+        let extra: Vec<&String> = m
+            .depends_on
+            .iter()
+            .filter(|d| !allowed.contains(&d.as_str()))
+            .collect();
+        assert!(
+            extra.is_empty(),
+            "{function} depends on {extra:?} beyond its surface {allowed:?}"
+        );
+    }
+}
+
+/// Issue 33: the ingest function builds without the engine, the GitHub client, the job queue's
+/// SQS client or the document parsers, which it never calls.
+#[test]
+fn the_ingest_function_builds_without_the_engine_the_github_client_or_sqs() {
+    let built = resolved_packages(&root(), "ingest").expect("cargo tree");
+    assert!(
+        built.iter().any(|p| p == "syncplane-ingest"),
+        "the tree lists the surface: {built:?}"
+    );
+    for absent in [
+        "syncplane-engine",
+        "syncplane-github",
+        "syncplane-worker",
+        "aws-sdk-sqs",
+        "comrak",
+        "ammonia",
+        "jsonwebtoken",
+    ] {
+        assert!(
+            !built.iter().any(|p| p == absent),
+            "the ingest function builds {absent}"
+        );
+    }
 }

@@ -487,7 +487,7 @@ async fn the_demo_loads_repositories_sessions_and_a_transcript_and_one_command_r
         let (code, out) = syncplane_tests::cli::syncplane(&vars(true), &["demo", "load"]).await;
         assert_eq!(code, ExitCode::SUCCESS, "{out}");
         assert!(
-            out.contains(shared::ingest::provision::DEMO_READ_TOKEN),
+            out.contains(shared::accounts::provision::DEMO_READ_TOKEN),
             "{out}"
         );
     }
@@ -522,7 +522,7 @@ async fn the_demo_loads_repositories_sessions_and_a_transcript_and_one_command_r
         admission: shared::ingest::Admission::unlimited(),
         transcripts: shared::ingest::transcripts::TranscriptsState::direct(store.clone()),
     };
-    let auth = format!("Bearer {}", shared::ingest::provision::DEMO_READ_TOKEN);
+    let auth = format!("Bearer {}", shared::accounts::provision::DEMO_READ_TOKEN);
     let req = syncplane_tests::apigw::request(
         "GET",
         "/api/agent-sessions/transcripts/lines?computeTargetId=laptop-1&sessionId=example-claude-refactor&fileId=example-claude-refactor.jsonl",

@@ -205,7 +205,7 @@ fn api_errors() -> Vec<ApiError> {
         E::Internal,
         E::DatabaseUnreachable,
         E::ReadOnlyToken,
-        E::UnknownParameter(shared::api::BadParameter::Repeated("x".into())),
+        E::UnknownParameter(shared::params::ParamError::Repeated("x".into())),
         E::InvalidLimit { max: 1 },
         E::MissingParameter("x"),
         E::InvalidCursor,
@@ -422,7 +422,7 @@ fn variables_read_by_code() -> BTreeSet<String> {
         "VAR: &str = \"",
     ];
     let mut files = Vec::new();
-    rust_files(&repo_file("shared/src"), &mut files);
+    rust_files(&repo_file("shared"), &mut files);
     rust_files(&repo_file("cli/src"), &mut files);
     for entry in std::fs::read_dir(repo_file("functions")).unwrap() {
         let src = entry.unwrap().path().join("src");
@@ -648,7 +648,7 @@ fn every_relative_link_of_the_readme_and_docs_resolves_inside_the_repository() {
 
 /// Event names the webhook's routing matches on (`("push", _) => ...` arms of its `match`).
 fn routed_events() -> BTreeSet<String> {
-    let source = read("shared/src/worker/routing.rs");
+    let source = read("shared/worker/src/worker/routing.rs");
     source
         .lines()
         .filter_map(|l| l.trim_start().strip_prefix("(\""))
@@ -771,7 +771,9 @@ fn normalized(text: &str) -> String {
     let text = text.replace('`', "").to_lowercase();
     let words: Vec<&str> = text.split_whitespace().collect();
     let words = match words.first() {
-        Some(w) if w.trim_end_matches('.').parse::<u32>().is_ok() && w.ends_with('.') => &words[1..],
+        Some(w) if w.trim_end_matches('.').parse::<u32>().is_ok() && w.ends_with('.') => {
+            &words[1..]
+        }
         _ => &words[..],
     };
     words.join(" ")
@@ -794,8 +796,7 @@ fn cites(heading: &str, name: &str) -> bool {
 fn every_section_a_comment_cites_is_a_heading_of_that_document() {
     // Issue 32: the README became a map and its sections moved into docs/; a comment that says
     // `README "Limits"` or `docs/deploy.md "Secrets"` must name a heading the document has.
-    let citation =
-        regex_lite::Regex::new(r#"(README|docs/[a-z0-9-]+\.md),? "([^"]+)""#).unwrap();
+    let citation = regex_lite::Regex::new(r#"(README|docs/[a-z0-9-]+\.md),? "([^"]+)""#).unwrap();
     // A comment's continuation lines joined, so a name wrapped over two lines is read whole.
     let continuation = regex_lite::Regex::new(r"\n[ \t]*(//[!/]?|#)[ \t]*").unwrap();
     let mut files = Vec::new();

@@ -12,13 +12,13 @@ use base64::Engine;
 use lambda_http::{Body, Request, Response};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+use shared::accounts::provision::{self, NewOrg};
+use shared::accounts::tokens::{self, TokenKind};
 use shared::archive::retention;
 use shared::archive::store::Store;
 use shared::archive::store::fs::FsStore;
 use shared::http::result_response;
-use shared::ingest::provision::{self, NewOrg};
 use shared::ingest::transcripts::read::{self, Reading};
-use shared::ingest::transcripts::read_auth;
 use syncplane_contract::transcripts::{MAX_LINES_FILE_BYTES, MAX_LINES_PAGE_BYTES, path};
 use syncplane_tests::apigw::{Reply, checked_reply, request};
 use syncplane_tests::db::TestDb;
@@ -85,7 +85,7 @@ impl Archive {
                 .await
                 .unwrap();
         }
-        let issued = read_auth::issue_read_token(&db.pool, org_id, Some("web"))
+        let issued = tokens::issue_read_token(&db.pool, org_id, Some("web"))
             .await
             .unwrap();
         let root = TempDir::new();
@@ -374,14 +374,14 @@ async fn a_missing_wrong_or_revoked_read_token_is_401_on_every_read_route() {
     let user = provision::create_user(&a.db.pool, a.org, "bob")
         .await
         .unwrap();
-    let device = provision::issue_device_token(&a.db.pool, user, None)
+    let device = tokens::issue_device_token(&a.db.pool, user, None)
         .await
         .unwrap();
-    let revoked = read_auth::issue_read_token(&a.db.pool, a.org, None)
+    let revoked = tokens::issue_read_token(&a.db.pool, a.org, None)
         .await
         .unwrap();
     assert!(
-        read_auth::revoke_read_token(&a.db.pool, revoked.id)
+        tokens::revoke(&a.db.pool, TokenKind::Read, revoked.id)
             .await
             .unwrap()
     );
@@ -413,7 +413,7 @@ async fn a_missing_wrong_or_revoked_read_token_is_401_on_every_read_route() {
     // The issuing org's valid token reads.
     assert_eq!(a.get(&files_url(TARGET)).await.status, 200);
     assert!(
-        read_auth::revoke_read_token(&a.db.pool, a.token_id)
+        tokens::revoke(&a.db.pool, TokenKind::Read, a.token_id)
             .await
             .unwrap()
     );
@@ -444,7 +444,7 @@ async fn a_session_of_another_org_or_one_without_transcripts_is_404_not_found() 
         assert_eq!((r.status, r.code()), (404, Some("not_found")), "{url}");
     }
     // Their own token reads it.
-    let token = read_auth::issue_read_token(&a.db.pool, a.other_org, None)
+    let token = tokens::issue_read_token(&a.db.pool, a.other_org, None)
         .await
         .unwrap();
     let r = a

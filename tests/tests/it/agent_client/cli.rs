@@ -11,7 +11,7 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use shared::ingest::provision;
+use shared::accounts::provision;
 
 use super::support::*;
 

@@ -211,7 +211,7 @@ pub(super) fn no_put_reached_the_server(env: &Env) {
 
 /// A read token of `env.org`, as an operator issues it.
 pub(super) async fn read_token(env: &Env) -> String {
-    shared::ingest::transcripts::read_auth::issue_read_token(&env.db.pool, env.org, Some("web"))
+    shared::accounts::tokens::issue_read_token(&env.db.pool, env.org, Some("web"))
         .await
         .unwrap()
         .token

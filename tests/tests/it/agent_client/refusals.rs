@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use shared::ingest::provision;
+use shared::accounts::provision;
+use shared::accounts::tokens::{self, TokenKind};
 use syncplane_agent::{LaneStatus, Settings};
 
 use super::support::*;
@@ -19,7 +20,7 @@ async fn a_token_revoked_mid_run_pauses_the_lane_without_dead_lettering() {
     let mut b = lane(&env, store_of(sessions.clone()), &url, Settings::default());
     b.ticks(3).await;
     assert_eq!(b.lane.counts().get("synced"), Some(&9));
-    provision::revoke_device_token(&env.db.pool, env.token_id)
+    tokens::revoke(&env.db.pool, TokenKind::Device, env.token_id)
         .await
         .unwrap();
     // Long enough for every budget to run out many times over, were it counted.
@@ -47,7 +48,7 @@ async fn a_token_revoked_mid_run_pauses_the_lane_without_dead_lettering() {
     b.ticks(12).await;
     assert_eq!(env.server.posts().len(), posts);
     // A new token resumes it and everything arrives once.
-    let fresh = provision::issue_device_token(&env.db.pool, env.user, None)
+    let fresh = tokens::issue_device_token(&env.db.pool, env.user, None)
         .await
         .unwrap();
     b.lane.transport().token().set(Some(fresh.token));

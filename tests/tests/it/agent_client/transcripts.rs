@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use shared::ingest::provision;
+use shared::accounts::tokens::{self, TokenKind};
 use syncplane_agent::redact::Redactor;
 use syncplane_agent::transcripts::TranscriptStatus;
 use syncplane_agent::transcripts::segment::{Caps, stage};
@@ -236,7 +236,7 @@ async fn a_revoked_token_pauses_the_transcript_lane_without_counting() {
     let env = env().await;
     let src = MemorySource::default();
     src.put("s", "f.jsonl", transcript(0, 20));
-    provision::revoke_device_token(&env.db.pool, env.token_id)
+    tokens::revoke(&env.db.pool, TokenKind::Device, env.token_id)
         .await
         .unwrap();
     let mut r = rig(&env, &src);
@@ -246,7 +246,7 @@ async fn a_revoked_token_pauses_the_transcript_lane_without_counting() {
     }
     assert_eq!(r.lane.status(), TranscriptStatus::Paused);
     assert!(r.lane.state().dead_letters().unwrap().is_empty());
-    let fresh = provision::issue_device_token(&env.db.pool, env.user, None)
+    let fresh = tokens::issue_device_token(&env.db.pool, env.user, None)
         .await
         .unwrap();
     r.lane.api().token().set(Some(fresh.token));

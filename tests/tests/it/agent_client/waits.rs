@@ -8,7 +8,8 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use shared::ingest::provision;
+use shared::accounts::provision;
+use shared::accounts::tokens::{self, TokenKind};
 use syncplane_agent::push::{self, End};
 use syncplane_agent::{Clock, LaneStatus, Observer, Outcome, Request, Settings, Waiting};
 
@@ -199,7 +200,7 @@ async fn a_fresh_lane_sends_at_once_after_the_token_refused_in_the_last_one_is_r
     let mut b = lane(&env, store_of(sessions.clone()), &url, Settings::default());
     b.lane.tick().await.unwrap();
     assert_eq!(b.lane.counts().get("synced"), Some(&3));
-    provision::revoke_device_token(&env.db.pool, env.token_id)
+    tokens::revoke(&env.db.pool, TokenKind::Device, env.token_id)
         .await
         .unwrap();
     b.clock.advance(TICK);
@@ -209,7 +210,7 @@ async fn a_fresh_lane_sends_at_once_after_the_token_refused_in_the_last_one_is_r
     let store = b.lane.store().clone();
     drop(b);
     // A new token, a new process, the same instant.
-    let fresh = provision::issue_device_token(&env.db.pool, env.user, None)
+    let fresh = tokens::issue_device_token(&env.db.pool, env.user, None)
         .await
         .unwrap();
     let mut env = env;

@@ -3,9 +3,9 @@
 //! read token; another org's token sees none of it.
 
 use serde_json::{Value, json};
+use shared::accounts::provision::{self, NewOrg};
+use shared::accounts::tokens;
 use shared::ingest::IngestState;
-use shared::ingest::provision::{self, NewOrg};
-use shared::ingest::transcripts::read_auth;
 use syncplane_tests::apigw::{Reply, checked_reply, request};
 use syncplane_tests::db::TestDb;
 
@@ -41,7 +41,7 @@ async fn org(db: &TestDb, name: &str, opted_in: bool, users: &[(&str, &str)]) ->
             .await
             .unwrap();
     }
-    let token = read_auth::issue_read_token(&db.pool, id, Some("web"))
+    let token = tokens::issue_read_token(&db.pool, id, Some("web"))
         .await
         .unwrap();
     (id, token.token)

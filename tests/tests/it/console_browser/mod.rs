@@ -19,10 +19,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 use sha2::{Digest, Sha256};
+use shared::accounts::provision::{self, NewOrg};
+use shared::accounts::tokens;
 use shared::archive::key::SegmentKey;
 use shared::ingest::IngestState;
-use shared::ingest::provision::{self, NewOrg};
-use shared::ingest::transcripts::{TranscriptsState, read_auth};
+use shared::ingest::transcripts::TranscriptsState;
 use syncplane_cli::serve::{Functions, router};
 use syncplane_tests::browser::Browser;
 
@@ -307,7 +308,7 @@ async fn seed_org(w: &World, store: &std::path::Path) -> String {
         .unwrap();
     }
     archive_transcript(w, store, org).await;
-    read_auth::issue_read_token(pool, org, Some("console"))
+    tokens::issue_read_token(pool, org, Some("console"))
         .await
         .unwrap()
         .token

@@ -5,7 +5,7 @@
 use lambda_http::Request;
 use lambda_http::request::LambdaRequest;
 use serde_json::Value;
-use shared::ingest::provision;
+use shared::accounts::provision;
 use shared::ingest::{IngestState, handle};
 use syncplane_tests::db::TestDb;
 

@@ -7,11 +7,12 @@
 
 use std::time::{Duration, SystemTime};
 
+use migrate::MigrateFunctionError;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use shared::accounts::admin::ProvisionError;
 use shared::config::{Config, ConfigError};
 use shared::http::HttpError;
-use shared::ingest::admin::{self, MigrateFunctionError, ProvisionError};
 use shared::schema::invoke;
 use shared::schema::migrate_summary;
 use syncplane_tests::apigw;
@@ -29,7 +30,7 @@ async fn invoke(db: &TestDb, event: Value) -> Result<Value, MigrateFunctionError
     let answer_by = invoke::answer_by(SystemTime::now() + Duration::from_secs(60));
     let config = config_for(db);
     let again = config_for(db);
-    admin::handle(
+    migrate::handle(
         event,
         &http,
         answer_by,

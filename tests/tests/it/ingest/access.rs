@@ -1,7 +1,8 @@
 //! Routes, the hello-ack, and contract steps 1, 3, 4, 6 and 7 (who may sync, how often).
 
 use serde_json::json;
-use shared::ingest::provision::{self, NewOrg};
+use shared::accounts::provision::{self, NewOrg};
+use shared::accounts::tokens::{self, TokenKind};
 
 use super::support::*;
 
@@ -132,7 +133,7 @@ async fn missing_unknown_or_revoked_token_is_401() {
     assert_eq!(r.status, 200, "{}", r.body);
 
     assert!(
-        provision::revoke_device_token(&env.db.pool, env.token_id)
+        tokens::revoke(&env.db.pool, TokenKind::Device, env.token_id)
             .await
             .unwrap()
     );
@@ -158,7 +159,7 @@ async fn only_the_sha256_of_a_token_is_stored() {
         .unwrap();
     assert_eq!(
         stored,
-        shared::ingest::auth::token_hash(&env.token).to_vec()
+        shared::accounts::tokens::token_hash(&env.token).to_vec()
     );
     let dump: String = sqlx::query_scalar("SELECT string_agg(t::text, '') FROM device_tokens t")
         .fetch_one(&env.db.pool)

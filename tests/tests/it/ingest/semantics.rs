@@ -1,7 +1,7 @@
 //! Contract "Semantics" and sanitizing at ingest.
 
 use serde_json::{Value, json};
-use shared::ingest::provision::{self, NewOrg};
+use shared::accounts::provision::{self, NewOrg};
 
 use super::support::*;
 
@@ -292,7 +292,7 @@ async fn a_database_failure_is_500_ingestion_failed_and_nothing_partial_remains(
 async fn the_schema_keeps_bad_ingest_states_out() {
     let env = env().await;
     let pool = &env.db.pool;
-    let other_org = shared::ingest::provision::create_org(
+    let other_org = shared::accounts::provision::create_org(
         pool,
         &NewOrg {
             name: "other",

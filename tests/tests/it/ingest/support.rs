@@ -7,7 +7,8 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 use lambda_http::Request;
 use serde_json::{Value, json};
-use shared::ingest::provision::{self, NewOrg};
+use shared::accounts::provision::{self, NewOrg};
+use shared::accounts::tokens;
 use shared::ingest::{IngestState, handle};
 pub use syncplane_tests::apigw::{Reply, checked_reply};
 use syncplane_tests::db::TestDb;
@@ -45,7 +46,7 @@ pub async fn env_with(org: NewOrg<'_>, rate_limit_per_minute: u32) -> Env {
     provision::create_compute_target(&db.pool, user, TARGET)
         .await
         .unwrap();
-    let issued = provision::issue_device_token(&db.pool, user, Some("laptop"))
+    let issued = tokens::issue_device_token(&db.pool, user, Some("laptop"))
         .await
         .unwrap();
     let state = IngestState {

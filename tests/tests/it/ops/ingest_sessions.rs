@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 
 use serde_json::{Value, json};
-use shared::ingest::provision::{self, NewOrg};
+use shared::accounts::provision::{self, NewOrg};
+use shared::accounts::tokens;
 
 use super::Env;
 
@@ -26,9 +27,7 @@ async fn org_with_device(e: &Env, name: &str, target: &str) -> (i64, String) {
     provision::create_compute_target(pool, user, target)
         .await
         .unwrap();
-    let issued = provision::issue_device_token(pool, user, None)
-        .await
-        .unwrap();
+    let issued = tokens::issue_device_token(pool, user, None).await.unwrap();
     (org, issued.token)
 }
 

@@ -4,7 +4,7 @@
 //! output must show none of them.
 
 use serde_json::{Value, json};
-use shared::ingest::provision;
+use shared::accounts::tokens;
 use syncplane_tests::apigw;
 use syncplane_tests::processes::{self, Invocation};
 
@@ -107,7 +107,7 @@ async fn every_function_at_trace_keeps_its_secrets_out_of_the_logs() {
     let s = Secrets::new();
     let vars = function_vars(&e, &s);
     let (_, user) = syncplane_tests::provisioned::acme_and_ada(&e.db.pool).await;
-    let device = provision::issue_device_token(&e.db.pool, user, Some("laptop"))
+    let device = tokens::issue_device_token(&e.db.pool, user, Some("laptop"))
         .await
         .unwrap()
         .token;

@@ -6,7 +6,8 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use shared::ingest::provision::{self, NewOrg};
+use shared::accounts::provision::{self, NewOrg};
+use shared::accounts::tokens;
 use shared::ingest::{IngestState, handle};
 use syncplane_tests::apigw::{Reply, reply, request};
 use syncplane_tests::db::TestDb;
@@ -93,7 +94,7 @@ async fn org_with_token(db: &TestDb, name: &str, target: &str) -> (i64, String) 
     provision::create_compute_target(&db.pool, user, target)
         .await
         .unwrap();
-    let issued = provision::issue_device_token(&db.pool, user, Some("laptop"))
+    let issued = tokens::issue_device_token(&db.pool, user, Some("laptop"))
         .await
         .unwrap();
     (org, issued.token)

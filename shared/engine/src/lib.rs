@@ -1,0 +1,9 @@
+//! The docs sync engine ([`sync`], spec/sync-engine.txt: the only writer of repository
+//! content) and the status it records ([`status`]: runs and GitHub spend, as the CLI and the
+//! API list them).
+//!
+//! Uses the floor (`syncplane_core`) and the GitHub client (`syncplane_github`); nothing here
+//! knows of jobs, queues or the surfaces above.
+
+pub mod status;
+pub mod sync;

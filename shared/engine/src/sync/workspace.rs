@@ -1,0 +1,102 @@
+//! A tenant's workspace: what a job needs to sync (its database, its GitHub installation client,
+//! its sync settings), built once per process and reused across invocations.
+
+use std::time::Duration;
+
+use sqlx::PgPool;
+
+use syncplane_core::config::{SyncConfig, TenantId};
+use syncplane_github::GithubClient;
+
+/// Passes one `request_sync` call may run (spec "Coalescing": at most 5 per call).
+pub const MAX_PASSES: u32 = 5;
+/// Repositories synced at once by a full run (spec "Limits": 1).
+pub const DEFAULT_REPO_CONCURRENCY: usize = 1;
+/// Age past which a `running` row without a held run lock is reaped (spec: one minute).
+pub const REAPER_GRACE: Duration = Duration::from_secs(60);
+
+/// Tunables of the runs layer; the defaults are the spec's numbers, tests shorten the waits.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    pub max_passes: u32,
+    pub repo_concurrency: usize,
+    pub reaper_grace: Duration,
+    /// Backoff for a webhook-driven request of a repository with no row whose lock is busy:
+    /// the first wait, doubled each time, for this many attempts.
+    pub no_row_retry_first: Duration,
+    pub no_row_retry_attempts: u32,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            max_passes: MAX_PASSES,
+            repo_concurrency: DEFAULT_REPO_CONCURRENCY,
+            reaper_grace: REAPER_GRACE,
+            no_row_retry_first: Duration::from_millis(200),
+            no_row_retry_attempts: 5,
+        }
+    }
+}
+
+/// Everything a sync of one tenant needs.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    pub tenant: TenantId,
+    pub pool: PgPool,
+    pub client: GithubClient,
+    pub config: SyncConfig,
+    pub options: RunOptions,
+}
+
+impl Workspace {
+    /// Repositories at once: the configured number, clamped so that the run lock plus, per
+    /// repository, its lock connection and one working connection fit the pool.
+    pub fn repo_concurrency(&self) -> usize {
+        let pool_size = self.pool.options().get_max_connections();
+        let servable = (pool_size.saturating_sub(1) / 2).max(1) as usize;
+        self.options.repo_concurrency.clamp(1, servable)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ws(pool_size: u32, wanted: usize) -> Workspace {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(pool_size)
+            .connect_lazy("postgres://localhost/unused")
+            .unwrap();
+        let gh = syncplane_core::config::GithubAppConfig {
+            api_url: "http://127.0.0.1:9".parse().unwrap(),
+            graphql_url: None,
+            app_id: 1,
+            private_key_pem: syncplane_core::config::Secret::new(include_str!(
+                "../../../../tests/fixtures/keys/app.pem"
+            )),
+            installation_id: 1,
+            rate_limit_wait_budget_secs: 0,
+        };
+        Workspace {
+            tenant: TenantId::parse("t").unwrap(),
+            pool,
+            client: GithubClient::new(&gh).unwrap(),
+            config: SyncConfig::default(),
+            options: RunOptions {
+                repo_concurrency: wanted,
+                ..RunOptions::default()
+            },
+        }
+    }
+
+    #[tokio::test]
+    async fn repository_concurrency_defaults_to_one_and_is_clamped_to_the_pool() {
+        assert_eq!(RunOptions::default().repo_concurrency, 1);
+        assert_eq!(ws(5, 1).repo_concurrency(), 1);
+        // Run lock + (lock + working connection) per repository: a pool of 5 serves 2.
+        assert_eq!(ws(5, 8).repo_concurrency(), 2);
+        assert_eq!(ws(21, 8).repo_concurrency(), 8);
+        assert_eq!(ws(1, 8).repo_concurrency(), 1, "never zero");
+    }
+}

@@ -1,0 +1,143 @@
+//! The state an HTTP function builds once per execution environment and keeps across invocations:
+//! every tenant (lazy pools, GitHub clients), the jobs adapter, and which tenant is the default
+//! (the first configured one: `POST /github/webhook` and the sync API serve it). This is where the
+//! application is assembled: the inline jobs adapter is handed the worker's runner here, so the
+//! mailbox (`crate::jobs`) never calls up into the worker.
+
+use std::sync::Arc;
+
+use crate::jobs::adapter::JobsAdapter;
+use crate::tenants::Tenants;
+use crate::worker::jobs_adapter;
+use syncplane_core::config::{Config, JobsBackend, TenantId};
+use syncplane_engine::sync::workspace::RunOptions;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub tenants: Arc<Tenants>,
+    pub jobs: JobsAdapter,
+    pub default_tenant: TenantId,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("no tenant configured (DATABASE_URL or TENANTS_FILE)")]
+    NoTenant,
+    #[error("database settings unusable: {0}")]
+    Pool(#[from] sqlx::Error),
+}
+
+impl AppState {
+    /// Build from configuration: pools connect lazily, so this does no database I/O (the SQS
+    /// client reads the AWS environment once).
+    pub async fn from_config(config: &Config, pool_size: u32) -> Result<Self, AppError> {
+        let default_tenant = config
+            .tenants
+            .first()
+            .map(|t| t.id.clone())
+            .ok_or(AppError::NoTenant)?;
+        let tenants = Arc::new(Tenants::from_config(
+            config,
+            pool_size,
+            RunOptions::default(),
+        )?);
+        let jobs = jobs_adapter(config, tenants.clone()).await;
+        Ok(Self {
+            tenants,
+            jobs,
+            default_tenant,
+        })
+    }
+}
+
+impl AppState {
+    /// The default tenant's pool (the database the schema check looks at).
+    pub fn default_pool(&self) -> Option<&sqlx::PgPool> {
+        self.tenants.pool(self.default_tenant.as_str())
+    }
+}
+
+/// What [`check_deployed_backend`] finds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendCheck {
+    /// Queued jobs, or inline outside any Lambda environment, or a declared local run.
+    Fine,
+    /// Inline under a Lambda emulator that is not a declared local run: worth a warning.
+    InlineUnderEmulator,
+    /// Inline in a function the Lambda service runs: an error.
+    InlineDeployed,
+}
+
+/// A deployed function cannot work after it has answered, so it must queue jobs (docs/design.md
+/// "Jobs"). `cargo lambda watch` also sets `AWS_LAMBDA_FUNCTION_NAME`; `AWS_EXECUTION_ENV` is set
+/// by the Lambda service only, and `SYNCPLANE_LOCAL` by `scripts/local.sh`, whose inline jobs are
+/// intended (no warning at every start of every function).
+pub fn deployed_backend(config: &Config, get: impl Fn(&str) -> Option<String>) -> BackendCheck {
+    if config.jobs != JobsBackend::Inline || get("AWS_LAMBDA_FUNCTION_NAME").is_none() {
+        BackendCheck::Fine
+    } else if get("AWS_EXECUTION_ENV").is_some() {
+        BackendCheck::InlineDeployed
+    } else if syncplane_core::config::local_run(&get) {
+        BackendCheck::Fine
+    } else {
+        BackendCheck::InlineUnderEmulator
+    }
+}
+
+/// Logs what [`deployed_backend`] finds: an error when deployed, a warning under an emulator.
+pub fn check_deployed_backend(config: &Config, get: impl Fn(&str) -> Option<String>) {
+    match deployed_backend(config, get) {
+        BackendCheck::Fine => {}
+        BackendCheck::InlineDeployed => tracing::error!(
+            "JOBS_BACKEND is not sqs in a deployed function: jobs run before the answer \
+             (set JOBS_BACKEND=sqs and SQS_QUEUE_URL)"
+        ),
+        BackendCheck::InlineUnderEmulator => tracing::warn!(
+            "JOBS_BACKEND=inline: jobs run before the answer (fine for local runs; \
+             SYNCPLANE_LOCAL=1 says so and silences this)"
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn check(pairs: &[(&str, &str)]) -> BackendCheck {
+        let mut map: BTreeMap<&str, &str> = pairs.iter().copied().collect();
+        map.insert("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/x");
+        let get = |k: &str| map.get(k).map(|v| (*v).to_owned());
+        let config = syncplane_core::config::from_lookup(get).expect("a valid configuration");
+        deployed_backend(&config, get)
+    }
+
+    #[test]
+    fn inline_jobs_are_an_error_deployed_a_warning_under_an_emulator_and_quiet_in_a_local_run() {
+        let lambda = ("AWS_LAMBDA_FUNCTION_NAME", "webhook");
+        assert_eq!(check(&[]), BackendCheck::Fine);
+        assert_eq!(check(&[lambda]), BackendCheck::InlineUnderEmulator);
+        assert_eq!(
+            check(&[lambda, ("SYNCPLANE_LOCAL", "1")]),
+            BackendCheck::Fine
+        );
+        assert_eq!(
+            check(&[lambda, ("SYNCPLANE_LOCAL", "0")]),
+            BackendCheck::InlineUnderEmulator
+        );
+        // SYNCPLANE_LOCAL never hides inline jobs from a function the Lambda service runs.
+        let service = ("AWS_EXECUTION_ENV", "AWS_Lambda_rust");
+        assert_eq!(check(&[lambda, service]), BackendCheck::InlineDeployed);
+        assert_eq!(
+            check(&[lambda, service, ("SYNCPLANE_LOCAL", "1")]),
+            BackendCheck::InlineDeployed
+        );
+        let queued = [
+            lambda,
+            service,
+            ("JOBS_BACKEND", "sqs"),
+            ("SQS_QUEUE_URL", "https://sqs.eu-west-1.amazonaws.com/1/q"),
+        ];
+        assert_eq!(check(&queued), BackendCheck::Fine);
+    }
+}
