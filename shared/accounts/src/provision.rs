@@ -255,7 +255,7 @@ pub const DEMO_COMPUTE_TARGET: &str = "laptop-1";
 pub const DEMO_READ_TOKEN: &str =
     "spr_0000000000000000000000000000000000000000000000000000000000000de0";
 /// The demo org's name.
-pub const DEMO_ORG: &str = "demo-acme";
+pub(crate) const DEMO_ORG: &str = "demo-acme";
 
 /// The demo org's id, if it is provisioned.
 pub async fn demo_org(pool: &PgPool) -> Result<Option<i64>, sqlx::Error> {

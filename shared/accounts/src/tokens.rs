@@ -17,11 +17,11 @@ use syncplane_core::http::bearer_token;
 use crate::error::{AccountsError, failed};
 
 /// The global feature flag of the metadata lane (table `feature_flags`).
-pub const FEATURE_FLAG: &str = "agent_session_sync";
+pub(crate) const FEATURE_FLAG: &str = "agent_session_sync";
 /// A read token's prefix.
-pub const READ_TOKEN_PREFIX: &str = "spr_";
+pub(crate) const READ_TOKEN_PREFIX: &str = "spr_";
 /// A device token's prefix.
-pub const DEVICE_TOKEN_PREFIX: &str = "spd_";
+pub(crate) const DEVICE_TOKEN_PREFIX: &str = "spd_";
 
 /// The two kinds of token, each with its prefix and its table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

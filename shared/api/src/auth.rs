@@ -19,7 +19,7 @@ pub fn authenticate(headers: &HeaderMap, expected: Option<&Secret>) -> Result<()
 
 /// What a presented token may do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Access {
+pub(crate) enum Access {
     /// The sync API token: every route.
     Full,
     /// `SYNC_READ_TOKEN`: the GET routes only.
@@ -28,7 +28,7 @@ pub enum Access {
 
 /// The sync API token or the read-only token. Both comparisons always run, over SHA-256 digests,
 /// so timing says neither which token matched nor anything about their bytes or lengths.
-pub fn authenticate_any(
+pub(crate) fn authenticate_any(
     headers: &HeaderMap,
     sync: Option<&Secret>,
     read: Option<&Secret>,

@@ -24,9 +24,9 @@ use syncplane_core::schema::SchemaGuard;
 use syncplane_worker::app::AppState;
 
 pub const SYNC_PATH: &str = "/api/sync";
-pub const REPOS_PATH: &str = "/api/repos";
-pub const RUNS_PATH: &str = "/api/sync/runs";
-pub const WHOAMI_PATH: &str = "/api/whoami";
+pub(crate) const REPOS_PATH: &str = "/api/repos";
+pub(crate) const RUNS_PATH: &str = "/api/sync/runs";
+pub(crate) const WHOAMI_PATH: &str = "/api/whoami";
 
 /// What the function serves: the health route before the schema check (it reports the schema
 /// itself, and must answer while it is behind), everything else behind it (503 `schema_behind`,

@@ -25,7 +25,7 @@ use syncplane_core::http::envelope;
 use syncplane_core::http::{error_response, respond, route_path};
 use syncplane_core::schema::check;
 
-pub const HEALTH_PATH: &str = "/api/health";
+pub(crate) const HEALTH_PATH: &str = "/api/health";
 
 /// How long the database may take to answer a health check.
 pub const CHECK_TIMEOUT: Duration = syncplane_core::db::ACQUIRE_TIMEOUT;
@@ -52,7 +52,7 @@ pub struct SchemaVersion {
 }
 
 /// Whether `req` is for the health route (the function serves it before the schema check).
-pub fn is_health(req: &Request) -> bool {
+pub(crate) fn is_health(req: &Request) -> bool {
     let path = route_path(req);
     path.strip_suffix('/').unwrap_or(path) == HEALTH_PATH
 }

@@ -9,7 +9,7 @@ use lambda_http::{Body, Request, Response};
 use super::error::ApiError;
 use syncplane_core::http::{error_response, route_path};
 
-pub const OPENAPI_PATH: &str = "/api/openapi.json";
+pub(crate) const OPENAPI_PATH: &str = "/api/openapi.json";
 
 /// The document, byte for byte as committed.
 pub const DOCUMENT: &str = include_str!("../../../openapi.json");

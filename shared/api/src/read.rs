@@ -15,11 +15,11 @@ use serde::Serialize;
 use sqlx::PgPool;
 
 /// How many runs `GET /api/sync/runs` lists, newest first.
-pub const RUNS_LIMIT: i64 = 50;
+pub(crate) const RUNS_LIMIT: i64 = 50;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RepoView {
+pub(crate) struct RepoView {
     pub full_name: String,
     pub github_id: i64,
     pub sync_status: String,

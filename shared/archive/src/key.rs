@@ -47,7 +47,7 @@ impl SegmentKey<'_> {
 /// Whether `key` is safe as a relative path under a store's root: non-empty components of
 /// `A-Z a-z 0-9 . _ -` separated by `/`, none starting with `.` (so no `..`, no hidden or
 /// temporary name, no absolute path, no NUL, no backslash).
-pub fn safe_key(key: &str) -> bool {
+pub(crate) fn safe_key(key: &str) -> bool {
     !key.is_empty()
         && key.len() <= 1024
         && key.split('/').all(|c| {

@@ -23,7 +23,7 @@ use super::store::{Store, StoreError};
 pub const DEFAULT_BATCH: i64 = 500;
 /// How long after its expiry a never-completed intent is kept (a PUT signed until the expiry may
 /// still be arriving).
-pub const UPLOAD_GRACE: chrono::Duration = chrono::Duration::hours(1);
+pub(crate) const UPLOAD_GRACE: chrono::Duration = chrono::Duration::hours(1);
 
 /// What a run deleted.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -51,7 +51,7 @@ pub static MIGRATOR: std::sync::LazyLock<sqlx::migrate::Migrator> =
 
 /// A migrator of [`MIGRATIONS`]; `ignore_missing`: versions applied that this build does not
 /// know are tolerated.
-pub fn migrator(ignore_missing: bool) -> sqlx::migrate::Migrator {
+pub(crate) fn migrator(ignore_missing: bool) -> sqlx::migrate::Migrator {
     use sqlx::migrate::{Migration, MigrationType, Migrator};
     let migrations: Vec<Migration> = MIGRATIONS
         .iter()

@@ -6,7 +6,7 @@
 
 /// Largest file the engine will index, and the default of `limits.maxFileBytes` (spec "Limits":
 /// 256 KB, because a document's search vector must stay far below Postgres's 1 MB tsvector limit).
-pub const MAX_FILE_BYTES: u32 = 256 * 1024;
+pub(crate) const MAX_FILE_BYTES: u32 = 256 * 1024;
 /// Bytes one parser reads (document, README, CODEOWNERS): the file cap, checked by the parsers too
 /// so their bounds hold whoever calls them.
 pub const MAX_PARSER_INPUT_BYTES: usize = MAX_FILE_BYTES as usize;
@@ -15,13 +15,13 @@ pub const MAX_PARSER_INPUT_BYTES: usize = MAX_FILE_BYTES as usize;
 pub const BODY_TEXT_CAP_BYTES: usize = MAX_FILE_BYTES as usize;
 
 /// `limits.maxDocsPerRepo` when unset.
-pub const DEFAULT_MAX_DOCS_PER_REPO: u32 = 2000;
+pub(crate) const DEFAULT_MAX_DOCS_PER_REPO: u32 = 2000;
 /// Upper bound on `limits.maxDocsPerRepo`: one repository's plan is held in memory.
-pub const MAX_DOCS_PER_REPO: u32 = 100_000;
+pub(crate) const MAX_DOCS_PER_REPO: u32 = 100_000;
 
 /// `sync.intervalMinutes` when unset.
-pub const DEFAULT_INTERVAL_MINUTES: u32 = 60;
+pub(crate) const DEFAULT_INTERVAL_MINUTES: u32 = 60;
 /// Smallest non-zero `sync.intervalMinutes`.
-pub const MIN_INTERVAL_MINUTES: u32 = 5;
+pub(crate) const MIN_INTERVAL_MINUTES: u32 = 5;
 /// Largest `sync.intervalMinutes`: one week.
-pub const MAX_INTERVAL_MINUTES: u32 = 7 * 24 * 60;
+pub(crate) const MAX_INTERVAL_MINUTES: u32 = 7 * 24 * 60;

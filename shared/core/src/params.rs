@@ -5,7 +5,7 @@
 //! it onto its own error type and words.
 
 /// The longest parameter name a refusal repeats; a longer or odd one is not echoed.
-pub const SHOWN_NAME_CHARS: usize = 40;
+pub(crate) const SHOWN_NAME_CHARS: usize = 40;
 
 /// Why a request's query parameters were refused.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -21,7 +21,7 @@ use tracing_subscriber::{EnvFilter, Layer};
 
 /// Targets that log whole invocation events or response preludes at `trace` (lambda_runtime
 /// 1.x: `api_response` logs "raw JSON event received from Lambda", headers included).
-pub const RAW_EVENT_TARGETS: &[&str] = &[
+pub(crate) const RAW_EVENT_TARGETS: &[&str] = &[
     "lambda_runtime::layers::api_response",
     "lambda_runtime::requests",
 ];
@@ -58,7 +58,7 @@ pub fn init(json: bool) {
 }
 
 /// Whether an event is one of the runtime's raw-event dumps, whatever `RUST_LOG` says.
-pub fn is_raw_event(meta: &Metadata<'_>) -> bool {
+pub(crate) fn is_raw_event(meta: &Metadata<'_>) -> bool {
     *meta.level() == Level::TRACE
         && RAW_EVENT_TARGETS
             .iter()
@@ -68,7 +68,7 @@ pub fn is_raw_event(meta: &Metadata<'_>) -> bool {
 /// Writes each formatted line to stderr with secrets replaced (the formatter hands over one
 /// whole line per write).
 #[derive(Debug, Clone, Copy)]
-pub struct RedactingStderr;
+pub(crate) struct RedactingStderr;
 
 impl<'a> MakeWriter<'a> for RedactingStderr {
     type Writer = Redacting<std::io::Stderr>;
@@ -79,7 +79,7 @@ impl<'a> MakeWriter<'a> for RedactingStderr {
 
 /// A writer that redacts what passes through it.
 #[derive(Debug)]
-pub struct Redacting<W>(pub W);
+pub(crate) struct Redacting<W>(pub W);
 
 impl<W: Write> Write for Redacting<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

@@ -30,7 +30,7 @@ pub struct RateLimit {
 
 impl RateLimit {
     /// Read the snapshot; `None` unless both `remaining` and `reset` are present and numeric.
-    pub fn from_headers(headers: &HeaderMap) -> Option<Self> {
+    pub(crate) fn from_headers(headers: &HeaderMap) -> Option<Self> {
         let remaining = header_u64(headers, "x-ratelimit-remaining")?;
         let reset = header_u64(headers, "x-ratelimit-reset")?;
         Some(Self {

@@ -25,7 +25,7 @@ pub(crate) struct IssuedToken {
 
 impl IssuedToken {
     /// Renew when less than `margin` of the token's life remains.
-    pub fn needs_renewal(&self, now: DateTime<Utc>, margin: Duration) -> bool {
+    pub(crate) fn needs_renewal(&self, now: DateTime<Utc>, margin: Duration) -> bool {
         let margin = TimeDelta::from_std(margin).unwrap_or(TimeDelta::MAX);
         match self.expires_at.checked_sub_signed(margin) {
             Some(renew_at) => now >= renew_at,

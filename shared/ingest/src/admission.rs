@@ -19,9 +19,10 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::error::IngestError;
 
 /// Longest a batch waits for a slot before it is refused.
-pub const ADMISSION_WAIT: Duration = Duration::from_millis(syncplane_contract::SERVER_BUSY_WAIT_MS);
+pub(crate) const ADMISSION_WAIT: Duration =
+    Duration::from_millis(syncplane_contract::SERVER_BUSY_WAIT_MS);
 /// `Retry-After` of a refusal.
-pub const BUSY_RETRY_AFTER_SECS: u64 = syncplane_contract::SERVER_BUSY_RETRY_AFTER_SECS;
+pub(crate) const BUSY_RETRY_AFTER_SECS: u64 = syncplane_contract::SERVER_BUSY_RETRY_AFTER_SECS;
 
 /// The slots of one process; clones share them.
 #[derive(Clone, Debug)]

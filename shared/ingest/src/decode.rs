@@ -21,14 +21,14 @@ use super::error::IngestError;
 const INFLATE_CHUNK: usize = 64 * 1024;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ContentEncoding {
+pub(crate) enum ContentEncoding {
     Identity,
     Gzip,
 }
 
 /// Read `Content-Encoding`: none or `identity` is plain, `gzip`/`x-gzip` (any case) is gzip,
 /// anything else (including a value that is not text, or gzip applied twice) is 415.
-pub fn content_encoding(headers: &HeaderMap) -> Result<ContentEncoding, IngestError> {
+pub(crate) fn content_encoding(headers: &HeaderMap) -> Result<ContentEncoding, IngestError> {
     let mut gzip_layers = 0usize;
     for value in headers.get_all(http::header::CONTENT_ENCODING) {
         let text = value

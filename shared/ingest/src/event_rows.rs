@@ -37,7 +37,7 @@ type StoredRow = (
 );
 
 /// One session's events to write, by seq.
-pub struct SessionEvents<'a> {
+pub(crate) struct SessionEvents<'a> {
     pub session_pk: i64,
     pub events: Vec<&'a Event>,
 }
@@ -68,7 +68,7 @@ pub async fn append(
 }
 
 /// A stored session's events from this batch.
-pub struct StoredSession<'a> {
+pub(crate) struct StoredSession<'a> {
     pub session_pk: i64,
     /// The events of this batch, by seq.
     pub events: Vec<&'a Event>,
@@ -86,7 +86,7 @@ pub struct StoredSession<'a> {
 /// so no plan depends on the table's statistics (a growing table's stale statistics once made
 /// the planner scan all events for a delete by session). Returns the events to append and each
 /// session's event count where it changed.
-pub async fn write_stored<'a>(
+pub(crate) async fn write_stored<'a>(
     tx: &mut Transaction<'_, Postgres>,
     sessions: &[StoredSession<'a>],
 ) -> Result<(Vec<SessionEvents<'a>>, Vec<(i64, i32)>), IngestError> {
@@ -297,7 +297,7 @@ async fn update(
 }
 
 /// Write the promoted `event_count` of stored sessions whose count changed (by primary key).
-pub async fn write_counts(
+pub(crate) async fn write_counts(
     tx: &mut Transaction<'_, Postgres>,
     counts: &[(i64, i32)],
 ) -> Result<(), IngestError> {

@@ -20,7 +20,7 @@ pub mod admission;
 pub mod batch;
 pub mod decode;
 pub mod error;
-pub mod event_rows;
+pub(crate) mod event_rows;
 pub mod handler;
 pub mod listing;
 pub mod rate_limit;

@@ -54,7 +54,7 @@ pub async fn check(pool: &PgPool, target: &str, limit: u32) -> Result<(), Ingest
 }
 
 /// Count one request in `window`; 429 with the seconds until the window ends when over `limit`.
-pub async fn check_window(
+pub(crate) async fn check_window(
     pool: &PgPool,
     window: Window,
     target: &str,

@@ -24,19 +24,19 @@ use super::transcripts::read::Params;
 use syncplane_accounts::tokens;
 use syncplane_contract::transcripts::Refusal;
 
-pub const SESSIONS_PATH: &str = "/api/agent-sessions/sessions";
-pub const INSIGHTS_PATH: &str = "/api/agent-sessions/insights";
+pub(crate) const SESSIONS_PATH: &str = "/api/agent-sessions/sessions";
+pub(crate) const INSIGHTS_PATH: &str = "/api/agent-sessions/insights";
 
 /// Sessions per page: default and most.
-pub const DEFAULT_SESSIONS: u64 = 50;
-pub const MAX_SESSIONS: u64 = 200;
+pub(crate) const DEFAULT_SESSIONS: u64 = 50;
+pub(crate) const MAX_SESSIONS: u64 = 200;
 /// The insights window in days: default and most.
-pub const DEFAULT_DAYS: u64 = 30;
-pub const MAX_DAYS: u64 = 365;
+pub(crate) const DEFAULT_DAYS: u64 = 30;
+pub(crate) const MAX_DAYS: u64 = 365;
 /// Repositories listed by sessions, busiest first.
-pub const TOP_REPOSITORIES: i64 = 20;
+pub(crate) const TOP_REPOSITORIES: i64 = 20;
 /// A session counts as frustrated from this score (the signal's score is 0 to 1).
-pub const FRUSTRATED_SCORE: f64 = 0.5;
+pub(crate) const FRUSTRATED_SCORE: f64 = 0.5;
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -21,7 +21,7 @@ use syncplane_worker::app::AppState;
 use syncplane_worker::jobs::Job;
 use syncplane_worker::jobs::adapter::Submitted;
 
-pub const WEBHOOK_PATH: &str = "/github/webhook";
+pub(crate) const WEBHOOK_PATH: &str = "/github/webhook";
 /// Longest delivery id or event name written to the logs (GitHub's ids are UUIDs).
 const MAX_LOGGED_DELIVERY: usize = 64;
 

@@ -59,7 +59,7 @@ impl AppState {
 
 /// What [`check_deployed_backend`] finds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BackendCheck {
+pub(crate) enum BackendCheck {
     /// Queued jobs, or inline outside any Lambda environment, or a declared local run.
     Fine,
     /// Inline under a Lambda emulator that is not a declared local run: worth a warning.
@@ -72,7 +72,10 @@ pub enum BackendCheck {
 /// "Jobs"). `cargo lambda watch` also sets `AWS_LAMBDA_FUNCTION_NAME`; `AWS_EXECUTION_ENV` is set
 /// by the Lambda service only, and `SYNCPLANE_LOCAL` by `scripts/local.sh`, whose inline jobs are
 /// intended (no warning at every start of every function).
-pub fn deployed_backend(config: &Config, get: impl Fn(&str) -> Option<String>) -> BackendCheck {
+pub(crate) fn deployed_backend(
+    config: &Config,
+    get: impl Fn(&str) -> Option<String>,
+) -> BackendCheck {
     if config.jobs != JobsBackend::Inline || get("AWS_LAMBDA_FUNCTION_NAME").is_none() {
         BackendCheck::Fine
     } else if get("AWS_EXECUTION_ENV").is_some() {

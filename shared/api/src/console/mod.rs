@@ -14,9 +14,9 @@ use http::StatusCode;
 use lambda_http::{Body, Response};
 
 /// The console's paths.
-pub const INDEX_PATH: &str = "/";
-pub const SCRIPT_PATH: &str = "/console/app.js";
-pub const STYLE_PATH: &str = "/console/app.css";
+pub(crate) const INDEX_PATH: &str = "/";
+pub(crate) const SCRIPT_PATH: &str = "/console/app.js";
+pub(crate) const STYLE_PATH: &str = "/console/app.css";
 
 const INDEX_HTML: &str = include_str!("index.html");
 const APP_JS: &str = include_str!("app.js");
@@ -25,12 +25,12 @@ const APP_CSS: &str = include_str!("app.css");
 /// The policy: the page's own script and styles only, JSON from its own origin, images only
 /// from itself or `data:` (charts are inline SVG built by the script), nothing framed, no base
 /// or form target elsewhere.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+pub(crate) const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
      style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; \
      form-action 'self'; frame-ancestors 'none'";
 
 /// Sent with every console answer.
-pub const SECURITY_HEADERS: [(&str, &str); 5] = [
+pub(crate) const SECURITY_HEADERS: [(&str, &str); 5] = [
     ("content-security-policy", CONTENT_SECURITY_POLICY),
     ("x-content-type-options", "nosniff"),
     ("referrer-policy", "no-referrer"),
@@ -46,7 +46,7 @@ pub struct Asset {
 }
 
 /// The asset at `path`, if the path is the console's.
-pub fn asset(path: &str) -> Option<Asset> {
+pub(crate) fn asset(path: &str) -> Option<Asset> {
     let (content_type, body) = match path {
         INDEX_PATH => ("text/html; charset=utf-8", INDEX_HTML),
         SCRIPT_PATH => ("text/javascript; charset=utf-8", APP_JS),

@@ -89,7 +89,7 @@ pub enum Format {
 }
 
 impl Format {
-    pub fn from_params(params: &Params) -> Result<Self, ApiError> {
+    pub(crate) fn from_params(params: &Params) -> Result<Self, ApiError> {
         match params.one("format")? {
             None => Ok(Self::Fields),
             Some("markdown") => Ok(Self::Markdown),
@@ -227,7 +227,7 @@ fn blob_base(repo: &Repo) -> Option<String> {
 
 /// The file on GitHub at the synced commit: `{html_url}/blob/{sha}/{path}`, each path segment
 /// percent-encoded. Null until a sync has recorded both.
-pub fn github_url(repo: &Repo, path: &str) -> Option<String> {
+pub(crate) fn github_url(repo: &Repo, path: &str) -> Option<String> {
     let base = blob_base(repo)?;
     let encoded: Vec<String> = path
         .split('/')

@@ -25,13 +25,13 @@ use syncplane_engine::sync::parse::images;
 use syncplane_github::{EntryKind, GithubClient, GithubError};
 
 /// An image's bytes at most.
-pub const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
+pub(crate) const MAX_IMAGE_BYTES: u64 = 5 * 1024 * 1024;
 
 /// The query parameters of the route.
-pub const PARAMS: &[&str] = &["path", "src"];
+pub(crate) const PARAMS: &[&str] = &["path", "src"];
 
 /// The Content-Security-Policy an image is served with: nothing of its own runs or loads.
-pub const IMAGE_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
+pub(crate) const IMAGE_CSP: &str = "default-src 'none'; style-src 'unsafe-inline'; sandbox";
 
 /// An image found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,7 +79,7 @@ impl Outcome {
 }
 
 /// The image type of `bytes` by their content (never by a file name).
-pub fn sniff(bytes: &[u8]) -> Option<&'static str> {
+pub(crate) fn sniff(bytes: &[u8]) -> Option<&'static str> {
     let starts = |p: &[u8]| bytes.starts_with(p);
     if starts(b"\x89PNG\r\n\x1a\n") {
         return Some("image/png");

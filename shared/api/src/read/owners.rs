@@ -13,7 +13,7 @@ use super::repos::Repo;
 use syncplane_engine::sync::parse::{CodeOwnersRule, deciding_rule, owners_of};
 
 /// The stored rules of each repository in `repo_ids`, in file order.
-pub async fn rules_of(
+pub(crate) async fn rules_of(
     pool: &PgPool,
     repo_ids: &[i64],
 ) -> Result<HashMap<i64, Vec<CodeOwnersRule>>, ApiError> {
@@ -37,7 +37,7 @@ pub async fn rules_of(
 }
 
 /// The owners of `path` under `rules` (none when the repository has no rules).
-pub fn owners_json(rules: Option<&Vec<CodeOwnersRule>>, path: &str) -> Value {
+pub(crate) fn owners_json(rules: Option<&Vec<CodeOwnersRule>>, path: &str) -> Value {
     json!(rules.map_or(&[][..], |r| owners_of(r, path)))
 }
 

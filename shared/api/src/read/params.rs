@@ -7,7 +7,7 @@ use syncplane_core::config::RepoName;
 pub use syncplane_core::params::Params;
 
 /// Longest repository-relative path accepted (GitHub paths are far shorter in practice).
-pub const MAX_PATH_BYTES: usize = 1024;
+pub(crate) const MAX_PATH_BYTES: usize = 1024;
 
 /// The API's query parameters: the route's names and `tenant`, which every route takes
 /// (`syncplane_core::params`).
@@ -19,7 +19,7 @@ pub fn parse(query: Option<&str>, known: &'static [&'static str]) -> Result<Para
 const TAKEN_BY_EVERY_ROUTE: &[&str] = &["tenant"];
 
 /// `owner/name` as a route or filter names it.
-pub fn repo_name(value: &str) -> Result<(String, String), ApiError> {
+pub(crate) fn repo_name(value: &str) -> Result<(String, String), ApiError> {
     RepoName::parse(value)
         .map(|r| (r.owner, r.name))
         .ok_or(ApiError::InvalidRepository)
@@ -27,7 +27,7 @@ pub fn repo_name(value: &str) -> Result<(String, String), ApiError> {
 
 /// A repository-relative file path: no leading `/`, no empty, `.` or `..` segment, no NUL or
 /// other control character. `folder` allows one trailing `/` (a prefix filter).
-pub fn repo_path(value: &str, folder: bool) -> Result<String, ApiError> {
+pub(crate) fn repo_path(value: &str, folder: bool) -> Result<String, ApiError> {
     let body = if folder {
         value.strip_suffix('/').unwrap_or(value)
     } else {
@@ -63,7 +63,7 @@ pub fn percent_decode(raw: &str) -> Result<String, ApiError> {
 }
 
 /// `value` as a `LIKE` prefix pattern: `%`, `_` and the escape character itself are literal.
-pub fn like_prefix(value: &str) -> String {
+pub(crate) fn like_prefix(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 1);
     for c in value.chars() {
         if matches!(c, '%' | '_' | '\\') {

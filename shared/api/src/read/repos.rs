@@ -113,7 +113,7 @@ pub async fn list(pool: &PgPool, params: &Params) -> Result<Value, ApiError> {
 }
 
 /// Keep `limit` of the `limit + 1` rows fetched; the cursor of the last kept one when more exist.
-pub fn next_cursor<T>(
+pub(crate) fn next_cursor<T>(
     rows: &mut Vec<T>,
     limit: i64,
     cursor_of: impl Fn(&T) -> String,

@@ -11,8 +11,8 @@ use super::search::SearchRequest;
 use super::{documents, owners, repos, search};
 use syncplane_core::config::{TenantConfig, is_repo_name_part};
 
-pub const SEARCH_PATH: &str = "/api/search";
-pub const REPOS_PREFIX: &str = "/api/repos/";
+pub(crate) const SEARCH_PATH: &str = "/api/search";
+pub(crate) const REPOS_PREFIX: &str = "/api/repos/";
 
 #[derive(Debug, PartialEq, Eq)]
 pub enum ReadRoute {
@@ -38,7 +38,7 @@ pub struct RepoRef {
 pub struct PathError;
 
 /// The read route of `path` (already stripped of any stage prefix), if it is one.
-pub fn match_read(path: &str) -> Option<ReadRoute> {
+pub(crate) fn match_read(path: &str) -> Option<ReadRoute> {
     if path.strip_suffix('/').unwrap_or(path) == SEARCH_PATH {
         return Some(ReadRoute::Search);
     }
@@ -70,7 +70,7 @@ pub fn match_read(path: &str) -> Option<ReadRoute> {
 }
 
 /// The query parameters each read route takes.
-pub fn known_params(route: &ReadRoute) -> &'static [&'static str] {
+pub(crate) fn known_params(route: &ReadRoute) -> &'static [&'static str] {
     match route {
         ReadRoute::Search => &["q", "repo", "path", "limit", "cursor"],
         ReadRoute::Documents(_) => &["limit", "cursor"],

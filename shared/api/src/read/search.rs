@@ -33,9 +33,9 @@ use syncplane_engine::sync::parse::push_escaped_char;
 pub const DEFAULT_LIMIT: i64 = 20;
 pub const MAX_LIMIT: i64 = 50;
 /// Longest query accepted, in bytes.
-pub const MAX_QUERY_BYTES: usize = 512;
+pub(crate) const MAX_QUERY_BYTES: usize = 512;
 /// Most `repo` filters one request may name.
-pub const MAX_REPO_FILTERS: usize = 20;
+pub(crate) const MAX_REPO_FILTERS: usize = 20;
 
 /// What a search asks for, after validation.
 #[derive(Debug, Clone)]
@@ -48,7 +48,7 @@ pub struct SearchRequest {
 }
 
 impl SearchRequest {
-    pub fn from_params(params: &Params) -> Result<Self, ApiError> {
+    pub(crate) fn from_params(params: &Params) -> Result<Self, ApiError> {
         let repos: Vec<&str> = params.all("repo").collect();
         Self::new(
             params.one("q")?.unwrap_or_default(),
@@ -120,7 +120,7 @@ pub const RANK_CANDIDATES: i64 = 500;
 /// The body tier's cap: its candidates' vectors are the large ones (about 5 KB each, read out of
 /// TOAST and decompressed), so it ranks fewer; it is only reached when the first tier does not
 /// fill the page.
-pub const BODY_RANK_CANDIDATES: i64 = 200;
+pub(crate) const BODY_RANK_CANDIDATES: i64 = 200;
 
 impl Tier {
     /// Most candidates this tier ranks per table.
@@ -535,7 +535,7 @@ fn hit_json(r: Row, owners: Value) -> Value {
 
 /// `ts_headline` output as safe HTML: everything escaped, the markers as balanced `<mark>` tags
 /// (a stray marker in the text can only open or close one).
-pub fn snippet_html(headline: &str) -> String {
+pub(crate) fn snippet_html(headline: &str) -> String {
     let mut out = String::with_capacity(headline.len() + 16);
     let mut open = false;
     for c in headline.chars() {

@@ -6,7 +6,7 @@
 use super::error::ConfigError;
 
 /// Namespace when `SYNC_METRICS_NAMESPACE` is unset.
-pub const DEFAULT_NAMESPACE: &str = "syncplane";
+pub(crate) const DEFAULT_NAMESPACE: &str = "syncplane";
 /// Namespace length (CloudWatch: 1 to 255 characters).
 const MAX_NAMESPACE_CHARS: usize = 255;
 
@@ -58,7 +58,7 @@ impl Default for Settings {
 }
 
 /// A CloudWatch namespace: 1 to 255 of `A-Z a-z 0-9 . - _ / # :`, not starting with `AWS/`.
-pub fn valid_namespace(ns: &str) -> bool {
+pub(crate) fn valid_namespace(ns: &str) -> bool {
     !ns.is_empty()
         && ns.chars().count() <= MAX_NAMESPACE_CHARS
         && !ns.starts_with("AWS/")

@@ -47,7 +47,7 @@ pub use values::DEFAULT_RATE_LIMIT_WAIT_BUDGET_SECS;
 
 use values::{parse_bool, parse_count};
 
-pub const DEFAULT_INGEST_RATE_LIMIT_PER_MINUTE: u32 = 120;
+pub(crate) const DEFAULT_INGEST_RATE_LIMIT_PER_MINUTE: u32 = 120;
 
 /// Ingest batches one process works on at once, unless `INGEST_MAX_IN_FLIGHT` says otherwise:
 /// one per CPU. A batch keeps a core busy (parse here, upsert in Postgres), and measured on two

@@ -105,7 +105,7 @@ impl RepoName {
     pub fn full_name(&self) -> String {
         format!("{}/{}", self.owner, self.name)
     }
-    pub fn eq_ignore_case(&self, full_name: &str) -> bool {
+    pub(crate) fn eq_ignore_case(&self, full_name: &str) -> bool {
         self.full_name().eq_ignore_ascii_case(full_name)
     }
 }

@@ -256,7 +256,7 @@ where
 
 /// The password in a `DATABASE_PASSWORD` value: the value itself, or the `password` field of an
 /// RDS-managed Secrets Manager secret (`{"username": ..., "password": ...}`).
-pub fn database_password(value: &str) -> String {
+pub(crate) fn database_password(value: &str) -> String {
     let trimmed = value.trim();
     if trimmed.starts_with('{')
         && let Ok(serde_json::Value::Object(fields)) = serde_json::from_str(trimmed)

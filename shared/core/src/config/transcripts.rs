@@ -14,13 +14,13 @@ use super::values::parse_count;
 
 /// `TRANSCRIPT_DATA_DIR` unless set: the direct transport's store, relative to the working
 /// directory (a local run's `.syncplane/`).
-pub const DEFAULT_DATA_DIR: &str = ".syncplane/transcripts";
+pub(crate) const DEFAULT_DATA_DIR: &str = ".syncplane/transcripts";
 /// `TRANSCRIPT_UPLOAD_TTL_SECONDS` unless set (contract: intents live 300 s by default).
-pub const DEFAULT_UPLOAD_TTL_SECS: u32 = 300;
+pub(crate) const DEFAULT_UPLOAD_TTL_SECS: u32 = 300;
 /// An intent (and a presigned URL) lives at most an hour.
-pub const MAX_UPLOAD_TTL_SECS: u32 = 3_600;
+pub(crate) const MAX_UPLOAD_TTL_SECS: u32 = 3_600;
 /// `TRANSCRIPT_RATE_LIMIT_PER_MINUTE` unless set (contract: 600 intents per minute per target).
-pub const DEFAULT_RATE_LIMIT_PER_MINUTE: u32 = 600;
+pub(crate) const DEFAULT_RATE_LIMIT_PER_MINUTE: u32 = 600;
 
 /// The transcript lane's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -182,7 +182,7 @@ pub async fn create_database(url: &Secret) -> Result<String, sqlx::Error> {
 }
 
 /// `name` as a quoted SQL identifier (`"` doubled inside).
-pub fn quote_identifier(name: &str) -> String {
+pub(crate) fn quote_identifier(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
 

@@ -4,6 +4,6 @@
 /// Metric definitions one directive may hold (EMF specification).
 pub const MAX_METRICS_PER_DIRECTIVE: usize = 100;
 /// Dimension values are at most 1024 characters.
-pub const MAX_DIMENSION_VALUE_CHARS: usize = 1024;
+pub(crate) const MAX_DIMENSION_VALUE_CHARS: usize = 1024;
 /// The dimension every record carries.
 pub const TENANT: &str = "Tenant";

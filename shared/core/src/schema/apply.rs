@@ -264,7 +264,9 @@ async fn migrate_on(conn: &mut PgConnection) -> Result<Migrated, MigrateError> {
 }
 
 /// Versions recorded as applied; none when the bookkeeping table does not exist yet.
-pub async fn applied_versions(conn: &mut PgConnection) -> Result<BTreeSet<i64>, sqlx::Error> {
+pub(crate) async fn applied_versions(
+    conn: &mut PgConnection,
+) -> Result<BTreeSet<i64>, sqlx::Error> {
     let exists: bool = sqlx::query_scalar("SELECT to_regclass('_sqlx_migrations') IS NOT NULL")
         .fetch_one(&mut *conn)
         .await?;

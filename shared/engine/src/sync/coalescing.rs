@@ -54,7 +54,7 @@ pub enum NoRowBusy {
 }
 
 /// Set the rerun marker. Returns whether the repository has a row (and so holds the marker).
-pub async fn set_marker(ws: &Workspace, github_id: i64) -> Result<bool, sqlx::Error> {
+pub(crate) async fn set_marker(ws: &Workspace, github_id: i64) -> Result<bool, sqlx::Error> {
     let updated =
         sqlx::query("UPDATE repos SET sync_requested_at = clock_timestamp() WHERE github_id = $1")
             .bind(github_id)
@@ -296,7 +296,7 @@ fn add_content(counts: &mut RunCounts, outcome: &RepoOutcome) {
 /// else synced when any pass wrote; else unchanged (and already current when a pass found the
 /// content an earlier run recorded failed had committed).
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct RepoTally {
+pub(crate) struct RepoTally {
     passes: u32,
     last_failed: bool,
     synced: bool,
@@ -313,7 +313,7 @@ impl RepoTally {
     }
 
     /// Count the repository in `counts` (nothing when no pass finished).
-    pub fn count_into(&self, counts: &mut RunCounts) {
+    pub(crate) fn count_into(&self, counts: &mut RunCounts) {
         if self.passes == 0 {
             return;
         }

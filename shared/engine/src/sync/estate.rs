@@ -23,7 +23,7 @@ use syncplane_core::metrics::{Record, Unit};
 use syncplane_github::{BatchHead, GithubError, RepoInfo, ViewerListing};
 
 /// A confirmed count is trusted this long; then REST is asked again (one request a day).
-pub const RECONFIRM_AFTER: TimeDelta = TimeDelta::hours(24);
+pub(crate) const RECONFIRM_AFTER: TimeDelta = TimeDelta::hours(24);
 
 /// Where the listing came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -30,7 +30,7 @@ pub struct Fetched {
 
 /// Fetch `files` (in the order given) with [`BLOBS_IN_FLIGHT`] requests in flight, taking files
 /// while their sizes fit [`FETCH_BUDGET_BYTES`].
-pub async fn fetch_blobs(
+pub(crate) async fn fetch_blobs(
     client: &GithubClient,
     owner: &str,
     name: &str,

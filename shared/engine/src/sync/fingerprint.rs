@@ -8,7 +8,7 @@
 use sha2::{Digest, Sha256};
 
 /// Bump when selection or parsing rules change, so every repository re-plans once.
-pub const RULES_VERSION: u32 = 1;
+pub(crate) const RULES_VERSION: u32 = 1;
 
 /// The settings that decide a repository's plan.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -50,7 +50,7 @@ impl Triage {
     /// The head GraphQL read for `repo`, when it is a commit on the listing's default branch:
     /// per-repository work starts from it instead of a REST head check.
     /// How `repo`'s first pass reads its head: from the one read here, else over REST.
-    pub fn head_read(&self, repo: &RepoInfo) -> HeadRead {
+    pub(crate) fn head_read(&self, repo: &RepoInfo) -> HeadRead {
         self.known_head(repo)
             .map_or(HeadRead::Rest, HeadRead::Known)
     }
@@ -259,7 +259,7 @@ async fn refresh_metadata(
 /// Clear the markers of unchanged repositories in a drain: only under the repository lock, and
 /// only a marker not newer than `checked_from` (the instant taken before the heads were read),
 /// exactly as a pass clears its marker (spec "Coalescing"). A busy lock is left to its holder.
-pub async fn clear_markers(
+pub(crate) async fn clear_markers(
     ws: &Workspace,
     github_ids: &[i64],
     checked_from: DateTime<Utc>,

@@ -45,7 +45,7 @@ pub struct Listing {
 
 impl Listing {
     /// A non-recursive read of one tree. A name holding '/' is not a GitHub answer.
-    pub fn from_level(tree: &Tree) -> Result<Self, GithubError> {
+    pub(crate) fn from_level(tree: &Tree) -> Result<Self, GithubError> {
         let mut entries = Vec::new();
         for e in &tree.entries {
             if e.path.is_empty() || e.path.contains('/') {
@@ -105,7 +105,10 @@ pub fn join(parent: &str, name: &str) -> String {
 /// A complete recursive read of the tree at `path` split into one listing per directory (paths
 /// from the repository root). An entry whose folder the read does not list is not an answer
 /// GitHub gives for a complete tree: `Decode`.
-pub fn split_recursive(path: &str, tree: &Tree) -> Result<Vec<(String, Listing)>, GithubError> {
+pub(crate) fn split_recursive(
+    path: &str,
+    tree: &Tree,
+) -> Result<Vec<(String, Listing)>, GithubError> {
     let mut dirs: BTreeMap<&str, Listing> = BTreeMap::new();
     dirs.insert(
         "",
@@ -152,7 +155,7 @@ impl Listings {
     }
 
     /// A listing of this tree SHA, wherever it was seen.
-    pub fn by_sha(&self, sha: &str) -> Option<&Listing> {
+    pub(crate) fn by_sha(&self, sha: &str) -> Option<&Listing> {
         self.path_of_sha.get(sha).and_then(|p| self.by_path.get(p))
     }
 
@@ -175,7 +178,7 @@ impl Listings {
     }
 
     /// Entries stored at `path` and below it: what reading it whole would list (about).
-    pub fn subtree_size(&self, path: &str) -> usize {
+    pub(crate) fn subtree_size(&self, path: &str) -> usize {
         let prefix = format!("{path}/");
         self.by_path
             .iter()
@@ -282,7 +285,7 @@ pub async fn load(pool: &PgPool, repo_id: Option<i64>) -> Result<Listings, sqlx:
 }
 
 /// The stored root listing alone (what a probe compares with).
-pub async fn load_root(pool: &PgPool, repo_id: i64) -> Result<Option<Listing>, sqlx::Error> {
+pub(crate) async fn load_root(pool: &PgPool, repo_id: i64) -> Result<Option<Listing>, sqlx::Error> {
     let row: Option<(String, serde_json::Value)> =
         sqlx::query_as("SELECT sha, entries FROM plan_trees WHERE repo_id = $1 AND path = ''")
             .bind(repo_id)

@@ -10,9 +10,9 @@ use sqlx::pool::PoolConnection;
 use sqlx::{PgPool, Postgres};
 
 /// Namespaces keep the key spaces of different lock kinds apart.
-pub const REPO_NAMESPACE: &str = "syncplane:repo:";
-pub const RUN_NAMESPACE: &str = "syncplane:run:";
-pub const SCHEDULER_NAMESPACE: &str = "syncplane:scheduler:";
+pub(crate) const REPO_NAMESPACE: &str = "syncplane:repo:";
+pub(crate) const RUN_NAMESPACE: &str = "syncplane:run:";
+pub(crate) const SCHEDULER_NAMESPACE: &str = "syncplane:scheduler:";
 
 pub use syncplane_core::db::lock_key;
 
@@ -57,7 +57,7 @@ impl HeldLock {
     }
 
     /// Whether the lock is still held (false after its connection was lost).
-    pub async fn is_held(&mut self) -> bool {
+    pub(crate) async fn is_held(&mut self) -> bool {
         let Some(conn) = self.conn.as_mut() else {
             return false;
         };

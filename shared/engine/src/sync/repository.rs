@@ -109,7 +109,7 @@ pub async fn sync_repository(
 
 /// [`sync_repository`], reading the head as `read` says (a known head only when it is of the
 /// listing's default branch; otherwise the REST head check reads it).
-pub async fn sync_repository_from(
+pub(crate) async fn sync_repository_from(
     pool: &PgPool,
     client: &GithubClient,
     config: &SyncConfig,

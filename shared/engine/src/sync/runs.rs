@@ -78,7 +78,7 @@ pub struct RunCounts {
 }
 
 impl RunCounts {
-    pub fn add_content(&mut self, c: &Counts) {
+    pub(crate) fn add_content(&mut self, c: &Counts) {
         self.docs_added += c.added;
         self.docs_changed += c.changed;
         self.docs_removed += c.removed;
@@ -205,7 +205,7 @@ impl Run {
     }
 
     /// Whether the run still holds its lock (its connection may have been terminated).
-    pub async fn lock_held(&mut self) -> bool {
+    pub(crate) async fn lock_held(&mut self) -> bool {
         self.lock.is_held().await
     }
 

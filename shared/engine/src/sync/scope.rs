@@ -20,10 +20,10 @@ use syncplane_github::{EntryKind, GithubClient, GithubError, Probe, TreeEntry};
 
 /// A changed directory whose stored subtree held at most this many entries is read in one
 /// recursive request: no more bytes than a level or two of it, and fewer requests.
-pub const RECURSIVE_READ_MAX_ENTRIES: usize = 256;
+pub(crate) const RECURSIVE_READ_MAX_ENTRIES: usize = 256;
 /// A directory read level by level whose changed subtrees exceed this count is read again in
 /// one recursive request instead of one request per subtree.
-pub const DESCEND_MAX_CHANGED: usize = 4;
+pub(crate) const DESCEND_MAX_CHANGED: usize = 4;
 
 /// Why the scope could not be read.
 #[derive(Debug)]
@@ -103,7 +103,7 @@ fn in_root_scope(name: &str, kind: EntryKind, docs_path: Option<&str>) -> bool {
 
 /// The paths a probe of another commit asks for (issue 23): the stored root scope's entries,
 /// by their exact names, in the order [`unchanged_at`] expects them.
-pub fn probe_paths(root: &Listing, docs_path: Option<&str>) -> Vec<String> {
+pub(crate) fn probe_paths(root: &Listing, docs_path: Option<&str>) -> Vec<String> {
     root_scope(root, docs_path)
         .iter()
         .map(|e| e.name.clone())
@@ -114,7 +114,7 @@ pub fn probe_paths(root: &Listing, docs_path: Option<&str>) -> Vec<String> {
 /// the stored plan read is the same: the same scope names and kinds in the probed root (a
 /// candidate added or gone, in any spelling, shows there), and each asked path with the stored
 /// entry's kind, mode and oid. `probe.files` answers [`probe_paths`] of the same root.
-pub fn unchanged_at(probe: &Probe, root: &Listing, docs_path: Option<&str>) -> bool {
+pub(crate) fn unchanged_at(probe: &Probe, root: &Listing, docs_path: Option<&str>) -> bool {
     let old = root_scope(root, docs_path);
     if probe.files.len() != old.len() {
         return false;
@@ -137,7 +137,11 @@ pub fn unchanged_at(probe: &Probe, root: &Listing, docs_path: Option<&str>) -> b
 }
 
 /// Whether `root` leaves everything the stored plan read unchanged.
-pub fn unchanged_in_substance(root: &Listing, stored: &Listings, docs_path: Option<&str>) -> bool {
+pub(crate) fn unchanged_in_substance(
+    root: &Listing,
+    stored: &Listings,
+    docs_path: Option<&str>,
+) -> bool {
     stored
         .get("")
         .is_some_and(|old| root_scope(old, docs_path) == root_scope(root, docs_path))

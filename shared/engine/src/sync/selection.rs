@@ -15,17 +15,18 @@ use serde::Serialize;
 use syncplane_github::{EntryKind, TreeEntry};
 
 /// Folders tried, in order, when no override is configured.
-pub const DOCS_FOLDER_CANDIDATES: [&str; 3] = ["docs", "doc", "documentation"];
+pub(crate) const DOCS_FOLDER_CANDIDATES: [&str; 3] = ["docs", "doc", "documentation"];
 /// README names tried, in order.
-pub const README_CANDIDATES: [&str; 4] = ["README.md", "README.markdown", "README.mdx", "README"];
+pub(crate) const README_CANDIDATES: [&str; 4] =
+    ["README.md", "README.markdown", "README.mdx", "README"];
 /// CODEOWNERS locations tried, in order.
-pub const CODEOWNERS_CANDIDATES: [&str; 3] =
+pub(crate) const CODEOWNERS_CANDIDATES: [&str; 3] =
     [".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS"];
 /// The file name every CODEOWNERS candidate has, and the folders other than the root that hold one.
-pub const CODEOWNERS_FILE_NAME: &str = "CODEOWNERS";
-pub const CODEOWNERS_FOLDERS: [&str; 2] = [".github", "docs"];
+pub(crate) const CODEOWNERS_FILE_NAME: &str = "CODEOWNERS";
+pub(crate) const CODEOWNERS_FOLDERS: [&str; 2] = [".github", "docs"];
 /// At most this many warnings are kept per repository; the last one counts the rest.
-pub const MAX_WARNINGS: usize = 500;
+pub(crate) const MAX_WARNINGS: usize = 500;
 
 const MODE_SYMLINK: &str = "120000";
 
@@ -238,7 +239,7 @@ fn planned(entry: &TreeEntry) -> PlannedFile {
 }
 
 /// Keep at most [`MAX_WARNINGS`]; the last entry says how many more there were.
-pub fn cap_warnings(mut warnings: Vec<Warning>) -> Vec<Warning> {
+pub(crate) fn cap_warnings(mut warnings: Vec<Warning>) -> Vec<Warning> {
     if warnings.len() > MAX_WARNINGS {
         let more = warnings.len() - (MAX_WARNINGS - 1);
         warnings.truncate(MAX_WARNINGS - 1);

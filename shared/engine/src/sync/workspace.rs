@@ -11,7 +11,7 @@ use syncplane_github::GithubClient;
 /// Passes one `request_sync` call may run (spec "Coalescing": at most 5 per call).
 pub const MAX_PASSES: u32 = 5;
 /// Repositories synced at once by a full run (spec "Limits": 1).
-pub const DEFAULT_REPO_CONCURRENCY: usize = 1;
+pub(crate) const DEFAULT_REPO_CONCURRENCY: usize = 1;
 /// Age past which a `running` row without a held run lock is reaped (spec: one minute).
 pub const REAPER_GRACE: Duration = Duration::from_secs(60);
 

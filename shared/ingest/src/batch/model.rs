@@ -32,7 +32,7 @@ pub struct Chunk {
 }
 
 impl Chunk {
-    pub fn is_last(&self) -> bool {
+    pub(crate) fn is_last(&self) -> bool {
         self.index + 1 == self.total
     }
 }

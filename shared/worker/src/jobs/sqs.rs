@@ -11,7 +11,7 @@ use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use super::job::Job;
 
 /// SQS refuses a longer `DelaySeconds` (15 minutes).
-pub const MAX_DELAY: Duration = Duration::from_secs(900);
+pub(crate) const MAX_DELAY: Duration = Duration::from_secs(900);
 /// SQS's largest `SendMessageBatch`.
 const BATCH_SIZE: usize = 10;
 /// Region used with an emulator when the environment names none.
@@ -136,7 +136,7 @@ pub fn emulator_client(endpoint: &str) -> Client {
 }
 
 /// Whole seconds for `DelaySeconds`, rounded up, within SQS's 0..=900.
-pub fn delay_seconds(delay: Duration) -> i32 {
+pub(crate) fn delay_seconds(delay: Duration) -> i32 {
     let secs = delay.as_secs() + u64::from(delay.subsec_nanos() > 0);
     secs.min(MAX_DELAY.as_secs()) as i32
 }

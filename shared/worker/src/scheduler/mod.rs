@@ -17,7 +17,7 @@ use syncplane_engine::sync::runs::{RunStatus, Trigger};
 use syncplane_engine::sync::workspace::Workspace;
 
 /// What a fresh start is measured against: the code version and the schedule settings.
-pub fn schedule_fingerprint(config: &SyncConfig) -> String {
+pub(crate) fn schedule_fingerprint(config: &SyncConfig) -> String {
     let mut h = Sha256::new();
     h.update(env!("CARGO_PKG_VERSION").as_bytes());
     h.update(b"\0");
@@ -46,7 +46,7 @@ syncplane_core::from_row!(StateRow {
     config_fingerprint
 });
 
-pub async fn load_state(pool: &PgPool, tenant: &str) -> Result<ScheduleState, sqlx::Error> {
+pub(crate) async fn load_state(pool: &PgPool, tenant: &str) -> Result<ScheduleState, sqlx::Error> {
     let row: Option<StateRow> = sqlx::query_as(
         "SELECT next_due_at, consecutive_failures, last_run_finished_at, config_fingerprint
          FROM scheduler_state WHERE tenant = $1",
@@ -104,7 +104,7 @@ pub async fn tick(
 
 /// Run a scheduled (or startup) full sync under the tenant's scheduler lock and record its end
 /// in the schedule. `None`: another scheduled full sync of this tenant is running.
-pub async fn run_scheduled_full(
+pub(crate) async fn run_scheduled_full(
     ws: &Workspace,
     trigger: Trigger,
 ) -> Result<Option<RunReport>, sqlx::Error> {
@@ -124,7 +124,7 @@ pub async fn run_scheduled_full(
 }
 
 /// Record a run's end: failures count up and retry soon; success resets and waits an interval.
-pub async fn record_run(
+pub(crate) async fn record_run(
     pool: &PgPool,
     tenant: &str,
     config: &SyncConfig,

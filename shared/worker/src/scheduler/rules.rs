@@ -13,11 +13,11 @@ use chrono::{DateTime, Duration, Utc};
 use syncplane_engine::sync::runs::Trigger;
 
 /// Jitter bound: plus or minus 10 percent of the interval.
-pub const JITTER_FRACTION: f64 = 0.10;
+pub(crate) const JITTER_FRACTION: f64 = 0.10;
 /// First retry after a failed run.
-pub const FIRST_RETRY: Duration = Duration::minutes(1);
+pub(crate) const FIRST_RETRY: Duration = Duration::minutes(1);
 /// Longest retry delay after failures.
-pub const MAX_RETRY: Duration = Duration::minutes(15);
+pub(crate) const MAX_RETRY: Duration = Duration::minutes(15);
 
 /// What the scheduler knows about a tenant.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -47,7 +47,7 @@ pub struct Decision {
 
 /// Delay before the retry after `consecutive_failures` failed runs (1 → 1 min, 2 → 2, 3 → 4,
 /// 4 → 8, then 15), never longer than the interval.
-pub fn retry_delay(consecutive_failures: u32, interval_minutes: u32) -> Duration {
+pub(crate) fn retry_delay(consecutive_failures: u32, interval_minutes: u32) -> Duration {
     let doubling =
         FIRST_RETRY * 2i32.saturating_pow(consecutive_failures.saturating_sub(1).min(10));
     doubling
@@ -56,7 +56,7 @@ pub fn retry_delay(consecutive_failures: u32, interval_minutes: u32) -> Duration
 }
 
 /// The interval with jitter; `jitter` in [-1, 1] scales the ±10 percent.
-pub fn jittered_interval(interval_minutes: u32, jitter: f64) -> Duration {
+pub(crate) fn jittered_interval(interval_minutes: u32, jitter: f64) -> Duration {
     let base_ms = i64::from(interval_minutes) * 60_000;
     let factor = 1.0 + JITTER_FRACTION * jitter.clamp(-1.0, 1.0);
     Duration::milliseconds((base_ms as f64 * factor).round() as i64)
@@ -64,7 +64,7 @@ pub fn jittered_interval(interval_minutes: u32, jitter: f64) -> Duration {
 
 /// When the next full sync is due after a run that ended at `finished_at`.
 /// `consecutive_failures` counts this run if it failed (0 after a success).
-pub fn next_after_run(
+pub(crate) fn next_after_run(
     finished_at: DateTime<Utc>,
     consecutive_failures: u32,
     settings: ScheduleSettings,
@@ -146,7 +146,7 @@ fn lease(now: DateTime<Utc>, settings: ScheduleSettings) -> Option<DateTime<Utc>
 }
 
 /// How often the tick submits `transcripts.expire` (issue 20 §7: retention with a deletion path).
-pub const RETENTION_INTERVAL: Duration = Duration::hours(1);
+pub(crate) const RETENTION_INTERVAL: Duration = Duration::hours(1);
 
 /// Whether a tick at `now` submits `transcripts.expire`, given when this process last handed one
 /// over (`None`: never). Due once [`RETENTION_INTERVAL`] has passed since the last one, counted

@@ -34,7 +34,7 @@ use syncplane_github::GithubError;
 
 /// Jobs of one batch run at once: each sync holds a lock connection and a working connection,
 /// so two fit the default pool of five with room for the pause checks.
-pub const DEFAULT_CONCURRENCY: usize = 2;
+pub(crate) const DEFAULT_CONCURRENCY: usize = 2;
 
 /// What became of one job.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,7 +65,7 @@ impl Verdict {
         }
     }
 
-    pub fn is_failure(&self) -> bool {
+    pub(crate) fn is_failure(&self) -> bool {
         matches!(self, Verdict::Retry { .. })
     }
 }
@@ -163,7 +163,7 @@ impl Worker {
     }
 
     /// One message: parse its body, then run its job.
-    pub async fn handle_message(&self, message: &SqsMessage) -> Verdict {
+    pub(crate) async fn handle_message(&self, message: &SqsMessage) -> Verdict {
         let id = message.message_id.as_deref().unwrap_or("");
         let receive_count = message
             .attributes

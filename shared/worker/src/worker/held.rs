@@ -101,12 +101,12 @@ impl JobsSchema {
     }
 
     /// One tenant's schema, asked on `pool` when its guard needs to.
-    pub async fn check_pool(&self, tenant: &str, pool: &PgPool) -> Result<(), SchemaBehind> {
+    pub(crate) async fn check_pool(&self, tenant: &str, pool: &PgPool) -> Result<(), SchemaBehind> {
         self.guard(tenant).look(|| behind(pool)).await
     }
 
     /// One tenant's schema, asked on a connection of its own opened only when its guard needs to.
-    pub async fn check_tenant(&self, tenant: &TenantConfig) -> Result<(), SchemaBehind> {
+    pub(crate) async fn check_tenant(&self, tenant: &TenantConfig) -> Result<(), SchemaBehind> {
         self.guard(tenant.id.as_str())
             .look(|| look_connected(tenant))
             .await

@@ -51,7 +51,7 @@ pub async fn active(
 }
 
 /// The time GitHub gave, when a job stopped on an exhausted rate limit.
-pub fn rate_limited_until(error: &JobError) -> Option<DateTime<Utc>> {
+pub(crate) fn rate_limited_until(error: &JobError) -> Option<DateTime<Utc>> {
     match error {
         JobError::Sync(SyncError::RunStopped(GithubError::RateLimited { retry_at, .. })) => {
             Some(*retry_at)
@@ -62,7 +62,7 @@ pub fn rate_limited_until(error: &JobError) -> Option<DateTime<Utc>> {
 
 /// How long to delay a requeued job: until the pause ends (at least one second), at most what
 /// SQS allows; a longer pause just sends the job round again.
-pub fn requeue_delay(paused_until: DateTime<Utc>, now: DateTime<Utc>) -> Duration {
+pub(crate) fn requeue_delay(paused_until: DateTime<Utc>, now: DateTime<Utc>) -> Duration {
     let remaining = (paused_until - now).to_std().unwrap_or(Duration::ZERO);
     remaining.clamp(Duration::from_secs(1), MAX_DELAY)
 }

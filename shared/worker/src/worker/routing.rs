@@ -141,7 +141,7 @@ async fn remove(ws: &Workspace, github_id: i64) -> Result<JobOutcome, JobError> 
 }
 
 /// A repository object of a webhook payload, as the engine needs it.
-pub fn repo_from_payload(v: &Value) -> Result<RepoInfo, JobError> {
+pub(crate) fn repo_from_payload(v: &Value) -> Result<RepoInfo, JobError> {
     let github_id = v["id"]
         .as_i64()
         .filter(|id| *id > 0)

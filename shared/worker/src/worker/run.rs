@@ -90,7 +90,7 @@ pub async fn run_in(
 }
 
 /// Runs jobs in the calling process: the inline adapter's runner.
-pub struct Runner {
+pub(crate) struct Runner {
     tenants: Arc<Tenants>,
     archive: Option<TranscriptArchive>,
 }

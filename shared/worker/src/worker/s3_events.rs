@@ -206,7 +206,7 @@ pub fn parse(body: &str) -> Option<Notification> {
 
 /// An object key as S3 event notifications write it (URL-encoded, `+` for a space); `None` for
 /// an encoding that is not UTF-8 or a broken escape.
-pub fn decode_key(raw: &str) -> Option<String> {
+pub(crate) fn decode_key(raw: &str) -> Option<String> {
     let bytes = raw.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -77,7 +77,7 @@ fn tokens(line: &str) -> Vec<String> {
 }
 
 /// Characters of a rejected token a warning repeats.
-pub const QUOTED_CHARS: usize = 100;
+pub(crate) const QUOTED_CHARS: usize = 100;
 
 /// `token` for a warning, cut at [`QUOTED_CHARS`] characters.
 fn quoted(token: &str) -> String {

@@ -2,7 +2,7 @@
 //! snippets).
 
 /// `text` appended to `out` as HTML text or attribute value (`&`, `<`, `>`, quotes escaped).
-pub fn push_escaped(out: &mut String, text: &str) {
+pub(crate) fn push_escaped(out: &mut String, text: &str) {
     for c in text.chars() {
         push_escaped_char(out, c);
     }

@@ -32,7 +32,7 @@ static ATTRIBUTE: LazyLock<Regex> = LazyLock::new(|| {
 });
 
 /// Whether `src` names a file of the repository: not empty, no scheme, not `//host`, not `#x`.
-pub fn is_relative(src: &str) -> bool {
+pub(crate) fn is_relative(src: &str) -> bool {
     let scheme = src.split_once(':').is_some_and(|(s, _)| {
         s.starts_with(|c: char| c.is_ascii_alphabetic())
             && s.chars()
@@ -141,7 +141,7 @@ fn unescape(value: &str) -> String {
 
 /// Raw HTML with each `<img>` rewritten by [`tag`] (its `src`, `alt` and `title` kept, nothing
 /// else); borrowed when it has none.
-pub fn rewrite_raw(html: &str) -> Cow<'_, str> {
+pub(crate) fn rewrite_raw(html: &str) -> Cow<'_, str> {
     if !IMG_TAG.is_match(html) {
         return Cow::Borrowed(html);
     }

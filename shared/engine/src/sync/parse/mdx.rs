@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 
 /// Rewrites an MDX file as markdown.
-pub fn to_markdown(mdx: &str) -> String {
+pub(crate) fn to_markdown(mdx: &str) -> String {
     let mut out = String::with_capacity(mdx.len());
     let mut prose = String::new();
     let mut fence: Option<Fence> = None;

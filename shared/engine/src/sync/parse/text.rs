@@ -27,7 +27,7 @@ pub fn decode(bytes: &[u8]) -> Result<&str, ParseRefusal> {
 /// Collects plain text: every whitespace run becomes one space, and text past the cap is dropped
 /// on a char boundary.
 #[derive(Debug)]
-pub struct SearchText {
+pub(crate) struct SearchText {
     out: String,
     cap: usize,
     pending_space: bool,
@@ -83,7 +83,7 @@ impl SearchText {
 
 /// Text of a raw HTML block: tags and comments removed, `<script>` and `<style>` dropped whole.
 /// Linear in the input: a `<` after the last `>` is kept as text without searching again.
-pub fn html_block_text(html: &str) -> String {
+pub(crate) fn html_block_text(html: &str) -> String {
     let lower_start = html
         .trim_start()
         .get(..8)

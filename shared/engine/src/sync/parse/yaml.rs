@@ -26,7 +26,7 @@ pub struct Limits {
 
 /// Why a document did not convert.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum YamlError {
+pub(crate) enum YamlError {
     /// Not valid YAML (the parser's message, with its position).
     Invalid(String),
     /// Expands to more than [`Limits::values`] values.
@@ -37,7 +37,7 @@ pub enum YamlError {
 
 /// A converted document and whether NUL characters were removed from it (jsonb cannot store one).
 #[derive(Debug)]
-pub struct Converted {
+pub(crate) struct Converted {
     pub value: Json,
     pub had_nul: bool,
 }

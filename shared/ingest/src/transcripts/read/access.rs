@@ -130,7 +130,7 @@ pub struct SessionKey {
 
 /// A transcript file of the reader's org, at its current generation.
 #[derive(Debug, Clone)]
-pub struct FileRow {
+pub(crate) struct FileRow {
     pub id: i64,
     pub file_id: String,
     pub generation: i32,
@@ -167,7 +167,7 @@ pub async fn file_row(
 }
 
 /// A store failure on a read route: the detail to the logs, the client a 5xx.
-pub fn store_failure(context: &'static str) -> impl FnOnce(StoreError) -> IngestError {
+pub(crate) fn store_failure(context: &'static str) -> impl FnOnce(StoreError) -> IngestError {
     move |e| {
         tracing::error!(error = %e, context, "transcript store failure");
         IngestError::StoreUnavailable
