@@ -32,6 +32,16 @@ pub enum Answer {
     Unserializable,
 }
 
+impl Answer {
+    /// The `Retry-After` the server sent with it, if any.
+    pub(crate) fn retry_after(&self) -> Option<RetryAfter> {
+        match self {
+            Self::Http { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+}
+
 /// A `Retry-After` value: delta-seconds, or an HTTP-date (IMF-fixdate) turned into a delay
 /// against the lane's clock ([`RetryAfter::delay_from`]), since the transport has no clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

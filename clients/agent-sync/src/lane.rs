@@ -45,7 +45,8 @@ use std::time::Duration;
 use crate::answer::Answer;
 use crate::chunker::{self, Envelope, Mode, Unsendable};
 use crate::clock::Clock;
-use crate::dead_letter::{Class, Ladder};
+use crate::lane_core::dead_letter::{Class, Ladder};
+use crate::lane_core::waits::{Quiet, at, at_least, heeded};
 pub use crate::network::Network;
 pub use crate::observe::Observer;
 use crate::observe::{Failed, Request, Waiting};
@@ -255,12 +256,6 @@ impl<S: SessionStore> Lane<S> {
         }
     }
 
-    fn at(&self, now: i64, d: Duration) -> i64 {
-        // Saturating: a server's `Retry-After` can be any number, and a wrapped cast would mean
-        // no wait at all.
-        now.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-    }
-
     /// One tick: hello if needed, discovery, the timed recovery pass, and at most one pass.
     pub async fn tick(&mut self) -> Result<TickReport, LaneError> {
         let now = self.clock.now_ms();
@@ -294,7 +289,7 @@ impl<S: SessionStore> Lane<S> {
                     if outcome == Outcome::Unauthenticated {
                         self.status = LaneStatus::Paused;
                     }
-                    self.quiet_until_ms = self.at(now, self.settings.defer);
+                    self.quiet_until_ms = at(now, Quiet::from(&self.settings).retry_hello);
                     self.failed(Request::Hello, &answer, outcome, now, self.quiet_until_ms);
                     return Ok(TickReport::default());
                 }
@@ -307,7 +302,7 @@ impl<S: SessionStore> Lane<S> {
         } else if !self.state.due(now, 1, true)?.is_empty() {
             Mode::Backfill
         } else if now >= self.next_incremental_ms {
-            self.next_incremental_ms = self.at(now, self.settings.incremental_every);
+            self.next_incremental_ms = at(now, self.settings.incremental_every);
             let cursor = self.state.cursor_us()?;
             self.discover(now, cursor)?;
             Mode::Incremental
@@ -357,7 +352,7 @@ impl<S: SessionStore> Lane<S> {
             );
         }
         if recheck {
-            self.next_sweep_ms = self.at(now, self.settings.sweep_every);
+            self.next_sweep_ms = at(now, self.settings.sweep_every);
             let changed = self.state.changed_since_ack(&listed.sessions)?;
             if !changed.is_empty() {
                 tracing::info!(
@@ -452,7 +447,7 @@ impl<S: SessionStore> Lane<S> {
                 Err(e) => {
                     tracing::warn!(error = %e, "session store load failed; deferred");
                     self.state
-                        .defer(&[&row.session_id], self.at(now, self.settings.defer))?;
+                        .defer(&[&row.session_id], at(now, self.settings.defer))?;
                 }
             }
         }
@@ -495,10 +490,7 @@ impl<S: SessionStore> Lane<S> {
             self.record(outcome, rows.len());
             return Ok(Sent::Stopped);
         }
-        let retry_after = match answer {
-            Answer::Http { retry_after, .. } => retry_after.map(|r| r.delay_from(now)),
-            _ => None,
-        };
+        let retry_after = heeded(effect.lane, answer.retry_after(), now);
         let next_try = self.fail(&rows, outcome, effect, retry_after, now)?;
         self.failed(Request::Sync, &answer, outcome, now, next_try);
         Ok(Sent::Stopped)
@@ -570,7 +562,7 @@ impl<S: SessionStore> Lane<S> {
             for r in rows {
                 self.set_aside(r, outcome, now)?;
             }
-            return Ok(self.at(now, self.settings.tick));
+            return Ok(at(now, self.settings.tick));
         }
         let mut spent = Vec::new();
         if let Some(b) = effect.budget {
@@ -581,34 +573,30 @@ impl<S: SessionStore> Lane<S> {
                 }
             }
         }
-        let wait = match (effect.lane, retry_after) {
-            (LaneEffect::Wait, Some(ra)) => ra.max(self.settings.defer),
-            _ => self.settings.defer,
-        };
+        let wait = at_least(self.settings.defer, retry_after);
         if effect.defer {
             let held: Vec<&str> = ids
                 .iter()
                 .copied()
                 .filter(|id| !spent.iter().any(|s| s == id))
                 .collect();
-            self.state.defer(&held, self.at(now, wait))?;
+            self.state.defer(&held, at(now, wait))?;
+        }
+        if let Some(quiet) = Quiet::from(&self.settings).after(effect.lane, retry_after) {
+            self.quiet_until_ms = at(now, quiet);
         }
         match effect.lane {
-            LaneEffect::None if effect.defer => return Ok(self.at(now, wait)),
-            LaneEffect::None => return Ok(self.at(now, self.settings.tick)),
+            LaneEffect::None if effect.defer => return Ok(at(now, wait)),
+            LaneEffect::None => return Ok(at(now, self.settings.tick)),
             LaneEffect::Pause => {
                 tracing::warn!("the device token was refused: lane paused until it works again");
                 self.status = LaneStatus::Paused;
-                self.quiet_until_ms = self.at(now, self.settings.defer);
             }
             LaneEffect::Park => {
                 tracing::warn!("agent session sync is off for this org: lane parked");
                 self.status = LaneStatus::Parked;
-                self.quiet_until_ms = self.at(now, self.settings.park_probe);
             }
-            LaneEffect::Wait => {
-                self.quiet_until_ms = self.at(now, retry_after.unwrap_or(self.settings.defer));
-            }
+            LaneEffect::Wait => {}
         }
         Ok(self.quiet_until_ms)
     }
@@ -647,12 +635,12 @@ impl<S: SessionStore> Lane<S> {
 
     /// Dead-letter one session: deterministic (no window) or transient (the ladder's window).
     fn set_aside(&mut self, row: &Pending, outcome: Outcome, now: i64) -> Result<(), LaneError> {
-        let (class, retry_at) = if outcome.is_deterministic() {
-            (Class::Deterministic, None)
+        let class = if outcome.is_deterministic() {
+            Class::Deterministic
         } else {
-            let window = self.ladder.next_window(&row.session_id);
-            (Class::Transient, Some(self.at(now, window)))
+            Class::Transient
         };
+        let retry_at = self.ladder.retry_at(&row.session_id, class, now);
         let evicted = self
             .state
             .dead_letter(row, class, outcome.name(), now, retry_at)?;

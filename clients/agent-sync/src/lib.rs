@@ -5,7 +5,9 @@
 //! Spec, "Two independent lanes": the metadata lane ([`lane`]) and the transcript lane
 //! ([`transcripts`]) share nothing but the device token (each has its own ticker, queue, backoff,
 //! HTTP client and state tables), so a failure or a throttle on either never touches the other;
-//! an app runs the transcript lane beside the metadata lane, not through it.
+//! an app runs the transcript lane beside the metadata lane, not through it. The rules the two
+//! follow alike are written once, in a core both use (`lane_core`: answers read, lane-wide
+//! effects, budgets, waits, the state file's plumbing, the HTTP client's).
 //!
 //! - [`session`]: the local record and the projection that crosses the boundary;
 //! - [`chunker`]: envelopes within the batch size and both byte caps, chunk sequences;
@@ -24,8 +26,8 @@
 pub mod answer;
 pub mod chunker;
 pub mod clock;
-pub mod dead_letter;
 pub mod lane;
+mod lane_core;
 mod network;
 pub mod observe;
 pub mod outcome;
@@ -37,6 +39,9 @@ pub mod state;
 pub mod store;
 pub mod transcripts;
 pub mod transport;
+
+/// The dead-letter ladder and its classes, part of the core both lanes share.
+pub use lane_core::dead_letter;
 
 pub use clock::{Clock, FakeClock, SystemClock};
 pub use lane::{Lane, LaneError, LaneStatus, Network, Observer, Settings, TickReport};

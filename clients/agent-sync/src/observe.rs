@@ -12,7 +12,7 @@
 use std::fmt;
 
 use crate::clock::utc_text;
-use crate::dead_letter::Class;
+use crate::lane_core::dead_letter::Class;
 use crate::outcome::Outcome;
 
 /// Observability hooks: every outcome with the number of sessions it concerned, every dead letter,

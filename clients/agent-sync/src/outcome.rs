@@ -20,11 +20,17 @@
 //! its budget untouched"); a timeout on a connection believed healthy counts, bounded like the
 //! other transport errors.
 //!
+//! What the two lanes read alike (the status and a 403's code, the lane-wide [`LaneEffect`], the
+//! budgets' numbers) is the shared core's (`lane_core::verdict`).
+//!
 //! [`classify`] and [`Outcome::effect`] are pure, so the whole table is tested at once.
 
-use syncplane_contract::code;
-
 use crate::answer::Answer;
+pub use crate::lane_core::verdict::LaneEffect;
+use crate::lane_core::verdict::{
+    RATE_LIMIT_BUDGET, SERVER_FAILURE_BUDGET, TIMEOUT_BUDGET, TRANSPORT_ERROR_BUDGET,
+    VALIDATION_BUDGET, Verdict, verdict,
+};
 
 /// The taxonomy's outcomes (names as the spec writes them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -86,30 +92,10 @@ pub fn classify(answer: &Answer) -> Outcome {
     match answer {
         Answer::Http {
             status,
+            code,
             exact_success,
             ..
-        } if (200..300).contains(status) => {
-            if *exact_success {
-                Outcome::Synced
-            } else {
-                // A 2xx we cannot read is not an ack.
-                Outcome::IngestionFailed
-            }
-        }
-        Answer::Http { status: 401, .. } => Outcome::Unauthenticated,
-        Answer::Http {
-            status: 403, code, ..
-        } => match code.as_deref() {
-            Some(code::FEATURE_DISABLED) => Outcome::FeatureDisabled,
-            // `target_not_owned`, no code, or a code this client does not know: never parks.
-            _ => Outcome::TargetNotOwned,
-        },
-        Answer::Http {
-            status: 400 | 413, ..
-        } => Outcome::Validation,
-        Answer::Http { status: 429, .. } => Outcome::RateLimited,
-        Answer::Http { status: 408, .. } => Outcome::AckTimeout,
-        Answer::Http { .. } => Outcome::IngestionFailed,
+        } => classify_http(*status, code.as_deref(), *exact_success),
         Answer::DeadlineExceeded => Outcome::TransportTimeout,
         Answer::ConnectionDropped => Outcome::TransportError,
         Answer::NotReady => Outcome::TransportUnavailable,
@@ -118,23 +104,27 @@ pub fn classify(answer: &Answer) -> Outcome {
     }
 }
 
+fn classify_http(status: u16, code: Option<&str>, exact_success: bool) -> Outcome {
+    match verdict(status, code) {
+        Verdict::Success if exact_success => Outcome::Synced,
+        // A 2xx we cannot read is not an ack.
+        Verdict::Success => Outcome::IngestionFailed,
+        Verdict::Unauthenticated => Outcome::Unauthenticated,
+        Verdict::FeatureDisabled => Outcome::FeatureDisabled,
+        // `target_not_owned`, no code, or a code this client does not know: never parks.
+        Verdict::Forbidden(_) => Outcome::TargetNotOwned,
+        Verdict::Refused => Outcome::Validation,
+        Verdict::RateLimited => Outcome::RateLimited,
+        Verdict::Other if status == 408 => Outcome::AckTimeout,
+        Verdict::Other => Outcome::IngestionFailed,
+    }
+}
+
 /// A per-session failure budget: consecutive failures of one kind before a dead letter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Budget {
     pub kind: Outcome,
     pub limit: u32,
-}
-
-/// What the lane does with the lane itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LaneEffect {
-    None,
-    /// Paused until the credential recovers.
-    Pause,
-    /// Parked as capability-off.
-    Park,
-    /// Send nothing before `Retry-After` (per compute target on the server).
-    Wait,
 }
 
 /// What one outcome does to the sessions it carried and to the lane.
@@ -184,31 +174,31 @@ impl Outcome {
                 ..NOTHING
             },
             Self::Validation => Effect {
-                budget: budget(3),
+                budget: budget(VALIDATION_BUDGET),
                 defer: true,
                 ..NOTHING
             },
             Self::RateLimited => Effect {
-                budget: budget(5),
+                budget: budget(RATE_LIMIT_BUDGET),
                 defer: true,
                 lane: LaneEffect::Wait,
                 ..NOTHING
             },
             Self::IngestionFailed => Effect {
-                budget: budget(5),
+                budget: budget(SERVER_FAILURE_BUDGET),
                 defer: true,
                 ..NOTHING
             },
             Self::AckTimeout => Effect {
-                budget: budget(3),
+                budget: budget(TIMEOUT_BUDGET),
                 ..NOTHING
             },
             Self::TransportError => Effect {
-                budget: budget(5),
+                budget: budget(TRANSPORT_ERROR_BUDGET),
                 ..NOTHING
             },
             Self::TransportTimeout if online => Effect {
-                budget: budget(5),
+                budget: budget(TRANSPORT_ERROR_BUDGET),
                 ..NOTHING
             },
             // The machine's connection failed, not the batch: defer, budget untouched.

@@ -7,6 +7,8 @@
 
 use std::time::Duration;
 
+use crate::lane_core::waits::Quiet;
+
 /// The schedule (spec defaults).
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -38,6 +40,18 @@ impl Default for Settings {
             sweep_every: Duration::from_secs(30),
             park_probe: Duration::from_secs(5 * 60),
             raise_pass_sizes: false,
+        }
+    }
+}
+
+/// The lane's waits after a lane-wide stop: a refused hello or token and a rate limit without
+/// `Retry-After` wait the deferral, a parked lane its probe.
+impl From<&Settings> for Quiet {
+    fn from(s: &Settings) -> Self {
+        Quiet {
+            retry_hello: s.defer,
+            park_probe: s.park_probe,
+            rate_limit: s.defer,
         }
     }
 }

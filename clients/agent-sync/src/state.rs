@@ -14,12 +14,17 @@
 //! session id and per kind (consecutive); a dead-lettered id keeps its outbox row (its eventual
 //! path to the cloud) and is skipped until its window opens. The set is bounded at 1,000 ids,
 //! oldest evicted with its row.
+//!
+//! What this state does as the transcript lane's does (opening the file, the identity scope, the
+//! per-kind failure budget, the dead-letter set) is the shared core's (`lane_core::db`);
+//! the tables are this lane's own.
 
 use std::path::Path;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rusqlite::{Connection, params};
 
-use crate::dead_letter::{Class, MAX_DEAD_LETTERS};
+use crate::lane_core::db::{Release, Tables};
+use crate::lane_core::dead_letter::Class;
 use crate::outcome::Outcome;
 use crate::session::SessionMeta;
 
@@ -28,8 +33,6 @@ use crate::session::SessionMeta;
 pub struct StateError(#[from] rusqlite::Error);
 
 const SCHEMA: &str = "
-PRAGMA journal_mode = WAL;
-PRAGMA synchronous = NORMAL;
 CREATE TABLE IF NOT EXISTS scope (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     identity TEXT NOT NULL,
@@ -64,6 +67,17 @@ CREATE TABLE IF NOT EXISTS dead_letters (
 );
 ";
 
+/// The lane's tables in the state file (the plumbing is the shared core's).
+const TABLES: Tables = Tables {
+    schema: SCHEMA,
+    added: &[],
+    scope: "scope",
+    items: "outbox",
+    dead: "dead_letters",
+    all: &["scope", "outbox", "acked", "dead_letters"],
+    key: &["session_id"],
+};
+
 /// One outbox row due for sending.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending {
@@ -96,18 +110,14 @@ impl State {
     /// Open (creating) the state for `identity` on `compute_target`; a different identity or
     /// target than the stored one clears everything.
     pub fn open(path: &Path, identity: &str, compute_target: &str) -> Result<Self, StateError> {
-        Self::with(Connection::open(path)?, identity, compute_target)
+        Self::with(TABLES.open(Some(path))?, identity, compute_target)
     }
 
     pub fn in_memory(identity: &str, compute_target: &str) -> Result<Self, StateError> {
-        Self::with(Connection::open_in_memory()?, identity, compute_target)
+        Self::with(TABLES.open(None)?, identity, compute_target)
     }
 
     fn with(db: Connection, identity: &str, target: &str) -> Result<Self, StateError> {
-        // The transcript lane may write the same file from another process: wait for its lock
-        // instead of failing a write at once (as the transcript lane's state does).
-        db.busy_timeout(std::time::Duration::from_secs(5))?;
-        db.execute_batch(SCHEMA)?;
         let mut s = Self { db };
         s.bind(identity, target)?;
         Ok(s)
@@ -115,27 +125,9 @@ impl State {
 
     /// Scope the state to this identity and target, clearing it when either changed.
     pub fn bind(&mut self, identity: &str, target: &str) -> Result<(), StateError> {
-        let tx = self.db.transaction()?;
-        let stored: Option<(String, String)> = tx
-            .query_row(
-                "SELECT identity, compute_target FROM scope WHERE id = 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        if stored.as_ref().map(|(i, t)| (i.as_str(), t.as_str())) != Some((identity, target)) {
-            if stored.is_some() {
-                tracing::info!("signed-in identity or compute target changed: lane state cleared");
-            }
-            tx.execute_batch(
-                "DELETE FROM scope; DELETE FROM outbox; DELETE FROM acked; DELETE FROM dead_letters;",
-            )?;
-            tx.execute(
-                "INSERT INTO scope (id, identity, compute_target) VALUES (1, ?1, ?2)",
-                params![identity, target],
-            )?;
+        if TABLES.bind(&mut self.db, identity, target)? {
+            tracing::info!("signed-in identity or compute target changed: lane state cleared");
         }
-        tx.commit()?;
         Ok(())
     }
 
@@ -147,12 +139,7 @@ impl State {
     }
 
     pub fn backfilled(&self) -> Result<bool, StateError> {
-        Ok(self
-            .db
-            .query_row("SELECT backfilled FROM scope WHERE id = 1", [], |r| {
-                r.get::<_, i64>(0)
-            })?
-            != 0)
+        Ok(TABLES.flag(&self.db, "backfilled")?)
     }
 
     /// Seed the outbox with `metas` and advance the cursor past them, in one transaction (the
@@ -338,20 +325,9 @@ impl State {
     ) -> Result<Vec<String>, StateError> {
         let tx = self.db.transaction()?;
         let mut spent = Vec::new();
-        {
-            let mut q = tx.prepare_cached(
-                "UPDATE outbox SET
-                    fail_count = CASE WHEN fail_kind = ?2 THEN fail_count + 1 ELSE 1 END,
-                    fail_kind = ?2
-                  WHERE session_id = ?1 RETURNING fail_count",
-            )?;
-            for id in ids {
-                let n: Option<i64> = q
-                    .query_row(params![id, kind.name()], |r| r.get(0))
-                    .optional()?;
-                if n.is_some_and(|n| n >= i64::from(limit)) {
-                    spent.push((*id).to_owned());
-                }
+        for id in ids {
+            if TABLES.count_failure(&tx, &[id], kind.name(), limit)? {
+                spent.push((*id).to_owned());
             }
         }
         tx.commit()?;
@@ -368,14 +344,7 @@ impl State {
 
     /// The budget spent by `id` so far: (kind, count).
     pub fn budget_of(&self, id: &str) -> Result<Option<(Option<String>, i64)>, StateError> {
-        Ok(self
-            .db
-            .query_row(
-                "SELECT fail_kind, fail_count FROM outbox WHERE session_id = ?1",
-                params![id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?)
+        Ok(TABLES.budget_of(&self.db, &[id])?)
     }
 
     /// Set `id` aside (`retry_at_ms` `None` for a deterministic dead letter). A session with no
@@ -400,34 +369,14 @@ impl State {
                 pending.refs_fp
             ],
         )?;
-        tx.execute(
-            "UPDATE outbox SET fail_kind = NULL, fail_count = 0 WHERE session_id = ?1",
-            params![pending.session_id],
+        let evicted: Vec<String> = TABLES.dead_letter(
+            &tx,
+            &[&pending.session_id],
+            class,
+            reason,
+            now_ms,
+            retry_at_ms,
         )?;
-        tx.execute(
-            "INSERT INTO dead_letters (session_id, seq, class, reason, dead_at_ms, retry_at_ms)
-             VALUES (?1, (SELECT coalesce(max(seq), 0) + 1 FROM dead_letters), ?2, ?3, ?4, ?5)
-             ON CONFLICT (session_id) DO UPDATE SET seq = excluded.seq, class = excluded.class,
-                reason = excluded.reason, dead_at_ms = excluded.dead_at_ms,
-                retry_at_ms = excluded.retry_at_ms",
-            params![
-                pending.session_id,
-                class.as_str(),
-                reason,
-                now_ms,
-                retry_at_ms
-            ],
-        )?;
-        let evicted: Vec<String> = {
-            let mut q = tx.prepare_cached(
-                "DELETE FROM dead_letters WHERE session_id IN (
-                    SELECT session_id FROM dead_letters ORDER BY seq
-                     LIMIT max((SELECT count(*) FROM dead_letters) - ?1, 0))
-                 RETURNING session_id",
-            )?;
-            q.query_map(params![MAX_DEAD_LETTERS as i64], |r| r.get(0))?
-                .collect::<Result<_, _>>()?
-        };
         for id in &evicted {
             // Forgotten: neither set aside nor pending.
             tx.execute("DELETE FROM outbox WHERE session_id = ?1", params![id])?;
@@ -439,27 +388,20 @@ impl State {
     /// The timed recovery pass: transient dead letters whose window has opened go back to the
     /// outbox. Deterministic ones (no deadline) are never returned here.
     pub fn recover_due(&mut self, now_ms: i64) -> Result<Vec<String>, StateError> {
-        let mut q = self.db.prepare_cached(
-            "DELETE FROM dead_letters WHERE retry_at_ms IS NOT NULL AND retry_at_ms <= ?1
-             RETURNING session_id",
-        )?;
-        let ids = q
-            .query_map(params![now_ms], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        Ok(ids)
+        Ok(TABLES.release(&self.db, Release::Due(now_ms))?)
     }
 
     /// A cold restart re-backfills what was set aside deterministically.
     pub fn release_deterministic(&mut self) -> Result<usize, StateError> {
-        Ok(self
-            .db
-            .execute("DELETE FROM dead_letters WHERE retry_at_ms IS NULL", [])?)
+        let released: Vec<String> = TABLES.release(&self.db, Release::Deterministic)?;
+        Ok(released.len())
     }
 
     /// Every dead letter back to the outbox now, whatever its window (`push --retry-set-aside`,
     /// issue 21 point 10); returns how many.
     pub fn release_set_aside(&mut self) -> Result<usize, StateError> {
-        Ok(self.db.execute("DELETE FROM dead_letters", [])?)
+        let released: Vec<String> = TABLES.release(&self.db, Release::Every)?;
+        Ok(released.len())
     }
 
     /// A cold start tries at once: the deferral holds the last run left are lifted (issue 21,
@@ -472,29 +414,21 @@ impl State {
     }
 
     pub fn dead_letters(&self) -> Result<Vec<DeadLetter>, StateError> {
-        let mut q = self.db.prepare_cached(
-            "SELECT session_id, class, reason, retry_at_ms FROM dead_letters ORDER BY seq",
-        )?;
-        let rows = q.query_map([], |r| {
-            Ok(DeadLetter {
-                session_id: r.get(0)?,
-                class: r.get(1)?,
-                reason: r.get(2)?,
-                retry_at_ms: r.get(3)?,
+        let rows = TABLES.dead_letters::<String>(&self.db)?;
+        Ok(rows
+            .into_iter()
+            .map(|d| DeadLetter {
+                session_id: d.key,
+                class: d.class,
+                reason: d.reason,
+                retry_at_ms: d.retry_at_ms,
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            .collect())
     }
 
     /// Forget a session the store no longer has.
     pub fn forget(&mut self, id: &str) -> Result<(), StateError> {
-        self.db
-            .execute("DELETE FROM outbox WHERE session_id = ?1", params![id])?;
-        self.db.execute(
-            "DELETE FROM dead_letters WHERE session_id = ?1",
-            params![id],
-        )?;
-        Ok(())
+        Ok(TABLES.forget(&self.db, &[id])?)
     }
 }
 

@@ -22,7 +22,6 @@
 //! Spec, "The metadata sync contract": success is exactly `{"success": true, "data": {"synced":
 //! true}}` with no continuation field; anything else is not an ack.
 
-use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -31,6 +30,8 @@ use syncplane_contract::{COMPRESSION_CAPABILITY, FUNCTION_TIMEOUT_SECS, path};
 
 use crate::answer::{Answer, RetryAfter};
 use crate::chunker::{Envelope, Limits, SCHEMA_VERSION};
+use crate::lane_core::http::{self, cap, error_code, timed_out};
+pub use crate::lane_core::http::{TokenHandle, TransportError};
 
 pub const HELLO_PATH: &str = path::HELLO;
 pub const SYNC_PATH: &str = path::SYNC;
@@ -82,32 +83,6 @@ impl HelloAck {
     };
 }
 
-/// The device token, replaceable while the lane runs (a new sign-in resumes a paused lane).
-#[derive(Debug, Clone, Default)]
-pub struct TokenHandle(Arc<RwLock<Option<String>>>);
-
-impl TokenHandle {
-    pub fn new(token: Option<String>) -> Self {
-        Self(Arc::new(RwLock::new(token)))
-    }
-    pub fn set(&self, token: Option<String>) {
-        if let Ok(mut t) = self.0.write() {
-            *t = token;
-        }
-    }
-    pub(crate) fn get(&self) -> Option<String> {
-        self.0.read().ok().and_then(|t| t.clone())
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum TransportError {
-    #[error("invalid ingest URL {url:?}: {reason}; pass the ingest base URL, e.g. https://host")]
-    BadUrl { url: String, reason: String },
-    #[error("could not build the HTTP client: {0}")]
-    Client(String),
-}
-
 #[derive(Debug, Clone)]
 pub struct Transport {
     http: reqwest::Client,
@@ -121,26 +96,8 @@ impl Transport {
         token: TokenHandle,
         deadline: Duration,
     ) -> Result<Self, TransportError> {
-        let parsed = reqwest::Url::parse(base_url).map_err(|e| TransportError::BadUrl {
-            url: base_url.to_owned(),
-            reason: e.to_string(),
-        })?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(TransportError::BadUrl {
-                url: base_url.to_owned(),
-                reason: "the scheme must be http or https".into(),
-            });
-        }
-        let http = reqwest::Client::builder()
-            .timeout(deadline)
-            .connect_timeout(deadline)
-            .build()
-            .map_err(|e| TransportError::Client(e.to_string()))?;
-        Ok(Self {
-            http,
-            base: base_url.trim_end_matches('/').to_owned(),
-            token,
-        })
+        let (http, base, _) = http::client(base_url, deadline)?;
+        Ok(Self { http, base, token })
     }
 
     pub fn token(&self) -> &TokenHandle {
@@ -212,21 +169,16 @@ async fn read(
 ) -> Result<(u16, Option<RetryAfter>, Vec<u8>), Answer> {
     let resp = sent.map_err(thrown)?;
     let status = resp.status().as_u16();
-    let retry_after = resp
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(RetryAfter::parse);
+    let retry_after = http::retry_after(&resp);
     let body = resp.bytes().await.map_err(thrown)?;
     Ok((status, retry_after, body.to_vec()))
 }
 
 /// A reqwest failure: our own deadline, or a thrown transport error.
 fn thrown(e: reqwest::Error) -> Answer {
-    if e.is_timeout() {
+    if timed_out(&e, "transport error") {
         Answer::DeadlineExceeded
     } else {
-        tracing::debug!(error = %e, "transport error");
         Answer::ConnectionDropped
     }
 }
@@ -234,7 +186,7 @@ fn thrown(e: reqwest::Error) -> Answer {
 fn failure(status: u16, retry_after: Option<RetryAfter>, body: &[u8]) -> Answer {
     let code = serde_json::from_slice::<Value>(body)
         .ok()
-        .and_then(|v| v.get("error")?.get("code")?.as_str().map(str::to_owned));
+        .and_then(|v| error_code(&v).map(str::to_owned));
     Answer::Http {
         status,
         code,
@@ -261,17 +213,13 @@ fn parse_hello(body: &[u8]) -> Option<HelloAck> {
         return None;
     }
     let contract = Limits::default();
-    let cap = |key: &str, ours: usize| {
-        data["limits"][key]
-            .as_u64()
-            .map_or(ours, |theirs| ours.min(theirs as usize))
-    };
+    let limit = |key: &str, ours: usize| cap(data, key, ours as u64) as usize;
     Some(HelloAck {
         compression: data["capabilities"][COMPRESSION_CAPABILITY] == true,
         limits: Limits {
-            max_sessions_per_batch: cap("maxSessionsPerBatch", contract.max_sessions_per_batch),
-            max_wire_bytes: cap("maxWireBytes", contract.max_wire_bytes),
-            max_decoded_bytes: cap("maxDecodedBytes", contract.max_decoded_bytes),
+            max_sessions_per_batch: limit("maxSessionsPerBatch", contract.max_sessions_per_batch),
+            max_wire_bytes: limit("maxWireBytes", contract.max_wire_bytes),
+            max_decoded_bytes: limit("maxDecodedBytes", contract.max_decoded_bytes),
         },
         answered: true,
     })

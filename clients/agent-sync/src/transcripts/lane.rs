@@ -30,7 +30,8 @@ use std::time::Duration;
 use syncplane_contract::transcripts::MAX_SEGMENT_SOURCE_BYTES;
 
 use crate::clock::Clock;
-use crate::dead_letter::{Class, Ladder};
+use crate::lane_core::dead_letter::{Class, Ladder};
+use crate::lane_core::waits::{Quiet, at, at_least, heeded};
 use crate::redact::Redactor;
 use crate::transcripts::outcome::{Failure, FileState, LaneEffect, backoff};
 use crate::transcripts::schedule::{
@@ -40,7 +41,7 @@ use crate::transcripts::segment::{Caps, Segment, SegmentError, stage_after};
 use crate::transcripts::source::{TranscriptFile, TranscriptSource};
 use crate::transcripts::state::{LockKind, Progress, StateError, TranscriptState};
 use crate::transcripts::transport::{Api, FileRef, Hello, IntentRequest, TranscriptTransport};
-use crate::transcripts::verify::{self, HEAD_BYTES};
+use crate::transcripts::verify;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LaneError {
@@ -83,10 +84,6 @@ const LOCK_POLL: Duration = Duration::from_millis(50);
 
 fn key(session_id: &str, file_id: &str) -> String {
     format!("{session_id}\u{0}{file_id}")
-}
-
-fn at(now: i64, d: Duration) -> i64 {
-    now.saturating_add(i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
@@ -357,7 +354,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
                 if f == Failure::Unauthenticated {
                     self.status = TranscriptStatus::Paused;
                 }
-                self.quiet_until_ms = at(now, self.settings.retry_hello);
+                self.quiet_until_ms = at(now, Quiet::from(&self.settings).retry_hello);
                 Ok(false)
             }
         }
@@ -416,37 +413,8 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
                 self.state.caught_up(&p.session_id, &p.file_id, now)?;
                 return Ok(Flushed::Done);
             }
-            // The prefix's state, known from the first byte on (or learnt when the server's
-            // state was adopted); none from a state file older than it.
-            let prefix = match (p.acked_offset, p.prefix_state.as_deref()) {
-                (0, _) => Some(verify::empty_prefix()),
-                (_, known) => known.map(<[u8]>::to_vec),
-            };
-            let seg = match stage_after(
-                &self.source,
-                &file,
-                p.acked_offset,
-                &self.caps(),
-                &self.redactor,
-                prefix.as_deref(),
-            ) {
-                Ok(Some(seg)) => seg,
-                Ok(None) => {
-                    // Only a line still being written: the next growth brings it.
-                    self.state.caught_up(&p.session_id, &p.file_id, now)?;
-                    return Ok(Flushed::Done);
-                }
-                Err(SegmentError::LineTooLong { offset }) => {
-                    tracing::warn!(
-                        session_id = p.session_id,
-                        file_id = p.file_id,
-                        offset,
-                        "a line too long for one segment: transcript set aside"
-                    );
-                    self.set_aside(&file, Class::Deterministic, "line_too_long", now)?;
-                    return Ok(Flushed::Done);
-                }
-                Err(SegmentError::Io(e)) => return self.unreadable(&file, &e, now),
+            let Some(seg) = self.next_segment(&p, &file, now)? else {
+                return Ok(Flushed::Done);
             };
             match self.send(&p, &seg).await {
                 Ok(st) => self.acknowledged(&mut p, &seg, st, len)?,
@@ -465,6 +433,50 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
             }
         }
         Ok(Flushed::Done)
+    }
+
+    /// The next segment of `p`'s file, staged after its acknowledged offset; `None` when the
+    /// flush is done with the file: only a line still being written (caught up), or a line over
+    /// the cap or bytes that cannot be read (set aside).
+    fn next_segment(
+        &mut self,
+        p: &Progress,
+        file: &TranscriptFile,
+        now: i64,
+    ) -> Result<Option<Segment>, LaneError> {
+        // The prefix's state, known from the first byte on (or learnt when the server's state
+        // was adopted); none from a state file older than it.
+        let prefix = match (p.acked_offset, p.prefix_state.as_deref()) {
+            (0, _) => Some(verify::empty_prefix()),
+            (_, known) => known.map(<[u8]>::to_vec),
+        };
+        let caps = self.caps();
+        let staged = stage_after(
+            &self.source,
+            file,
+            p.acked_offset,
+            &caps,
+            &self.redactor,
+            prefix.as_deref(),
+        );
+        match staged {
+            Ok(Some(seg)) => return Ok(Some(seg)),
+            // Only a line still being written: the next growth brings it.
+            Ok(None) => self.state.caught_up(&p.session_id, &p.file_id, now)?,
+            Err(SegmentError::LineTooLong { offset }) => {
+                tracing::warn!(
+                    session_id = p.session_id,
+                    file_id = p.file_id,
+                    offset,
+                    "a line too long for one segment: transcript set aside"
+                );
+                self.set_aside(file, Class::Deterministic, "line_too_long", now)?;
+            }
+            Err(SegmentError::Io(e)) => {
+                self.unreadable(file, &e, now)?;
+            }
+        }
+        Ok(None)
     }
 
     fn file_ref<'a>(&'a self, p: &'a Progress) -> FileRef<'a> {
@@ -543,47 +555,15 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         if st.generation != p.generation || st.acked_offset != seg.end() {
             return self.adopt(p, st, len);
         }
-        p.acked_offset = seg.end();
-        p.check_start = seg.offset;
-        p.check_end = seg.end();
-        p.check_sha = Some(seg.source_sha256.clone());
-        p.prefix_state = seg.prefix_state.clone();
-        if p.head_len < HEAD_BYTES.min(p.acked_offset) {
-            // The head grows with the acked prefix until it is 64 KiB.
-            let (len, sha) = match verify::head(&self.source, &p.file(), p.acked_offset) {
-                Ok(h) => h,
-                Err(e) => {
-                    tracing::debug!(error = %e, "head hash not read; kept");
-                    (p.head_len, p.head_sha.clone())
-                }
-            };
-            p.head_len = len;
-            p.head_sha = sha;
-        }
+        let (bytes, prefix) = (seg.offset..seg.end(), seg.prefix_state.clone());
+        verify::advance(&self.source, p, bytes, &seg.source_sha256, prefix);
         self.state.save(p)?;
         Ok(())
     }
 
     /// Take the server's state (contract: the acknowledged offset is the truth).
     fn adopt(&mut self, p: &mut Progress, st: FileState, len: u64) -> Result<(), LaneError> {
-        let ours = (p.generation, p.acked_offset);
-        if st.generation == 0 || st.generation < p.generation {
-            // Unknown to the server, or our newer generation not committed yet: from 0 in ours.
-            p.generation = p.generation.max(1);
-            if p.acked_offset > 0 {
-                verify::reset(p);
-            }
-        } else if (st.generation, st.acked_offset) != ours {
-            p.generation = st.generation;
-            p.acked_offset = st.acked_offset;
-            p.prefix_state = None;
-            if st.acked_offset <= len
-                && let Err(e) = verify::checks_at(&self.source, p)
-            {
-                tracing::debug!(error = %e, "checks not read at the adopted offset");
-            }
-        }
-        p.known = true;
+        verify::adopt(&self.source, p, st, len);
         self.state.save(p)?;
         Ok(())
     }
@@ -613,15 +593,14 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
     fn failed(&mut self, p: &mut Progress, f: Failure, now: i64) -> Result<Flushed, LaneError> {
         self.count_failure(&f);
         let effect = f.effect();
-        let retry_after = match &f {
-            Failure::RateLimited(ra) => ra.map(|r| r.delay_from(now)),
-            _ => None,
-        };
+        let retry_after = heeded(effect.lane, f.retry_after(), now);
+        if let Some(quiet) = Quiet::from(&self.settings).after(effect.lane, retry_after) {
+            self.quiet_until_ms = at(now, quiet);
+        }
         match effect.lane {
             LaneEffect::Pause => {
                 tracing::warn!("the device token was refused: transcript lane paused");
                 self.status = TranscriptStatus::Paused;
-                self.quiet_until_ms = at(now, self.settings.retry_hello);
                 return Ok(Flushed::StopLane);
             }
             LaneEffect::Park => {
@@ -630,13 +609,9 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
                     "transcripts are off for this org: lane parked"
                 );
                 self.status = TranscriptStatus::Parked;
-                self.quiet_until_ms = at(now, self.settings.park_probe);
                 return Ok(Flushed::StopLane);
             }
-            LaneEffect::Wait => {
-                self.quiet_until_ms = at(now, retry_after.unwrap_or(Duration::from_secs(1)));
-            }
-            LaneEffect::None => {}
+            LaneEffect::Wait | LaneEffect::None => {}
         }
         if effect.set_aside {
             // Deterministic: the same segment of the same file would be refused again.
@@ -652,7 +627,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
             self.state.save(p)?;
         }
         let retries = self.state.retries(&p.session_id, &p.file_id)?;
-        let wait = backoff(retries.saturating_add(1)).max(retry_after.unwrap_or_default());
+        let wait = at_least(backoff(retries.saturating_add(1)), retry_after);
         let (_, spent) =
             self.state
                 .failed(&p.session_id, &p.file_id, effect.budget, at(now, wait))?;
@@ -693,10 +668,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         now: i64,
     ) -> Result<(), LaneError> {
         let k = key(&file.session_id, &file.file_id);
-        let retry_at = match class {
-            Class::Transient => Some(at(now, self.ladder.next_window(&k))),
-            Class::Deterministic => None,
-        };
+        let retry_at = self.ladder.retry_at(&k, class, now);
         let evicted = self.state.dead_letter(
             &file.session_id,
             &file.file_id,

@@ -4,7 +4,9 @@
 //!
 //! Spec, "Two independent lanes": "a transcript upload that fails or is throttled never touches
 //! the metadata lane, and vice versa. The two run on their own tickers with their own queues and
-//! backoff." This module shares nothing with [`crate::lane`] but the device token.
+//! backoff." This module shares nothing with [`crate::lane`] but the device token at run time;
+//! the rules the two lanes follow alike are written once, in the crate's shared core
+//! (`lane_core`), which each lane calls with its own tables and numbers.
 //!
 //! - [`source`]: the [`TranscriptSource`] trait, a directory of JSON Lines, an in-memory source;
 //! - [`segment`]: a segment staged within the caps (redacted line by line, zstd, SHA-256);

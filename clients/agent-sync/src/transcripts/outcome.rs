@@ -14,6 +14,9 @@
 //! request would be refused again). A `400` or `413` without a code we know (an older server)
 //! is counted against the validation budget, as before.
 //!
+//! What the two lanes read alike (the status and a 403's code, the lane-wide [`LaneEffect`], the
+//! budgets' numbers, the doubling window) is the shared core's (`lane_core`).
+//!
 //! [`Failure::effect`] is pure, so the whole table is tested at once.
 
 use std::time::Duration;
@@ -24,6 +27,12 @@ use syncplane_contract::transcripts::code as tcode;
 use syncplane_contract::transcripts::{Refusal, Remedy};
 
 use crate::answer::RetryAfter;
+pub use crate::lane_core::verdict::LaneEffect;
+use crate::lane_core::verdict::{
+    RATE_LIMIT_BUDGET, SERVER_FAILURE_BUDGET, TIMEOUT_BUDGET, TRANSPORT_ERROR_BUDGET,
+    VALIDATION_BUDGET, Verdict, verdict,
+};
+use crate::lane_core::waits::doubling;
 
 /// A file's state as the server keeps it (`GET .../state`, `complete`, a 409's `data`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -93,22 +102,13 @@ impl Kind {
     /// Consecutive failures before the file is dead-lettered.
     pub fn limit(self) -> u32 {
         match self {
-            Self::Timeout | Self::Validation => 3,
-            Self::RateLimited | Self::ServerFailure | Self::TransportError => 5,
+            Self::Timeout => TIMEOUT_BUDGET,
+            Self::Validation => VALIDATION_BUDGET,
+            Self::RateLimited => RATE_LIMIT_BUDGET,
+            Self::ServerFailure => SERVER_FAILURE_BUDGET,
+            Self::TransportError => TRANSPORT_ERROR_BUDGET,
         }
     }
-}
-
-/// What the lane itself does.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LaneEffect {
-    None,
-    /// Paused until the token works again.
-    Pause,
-    /// Parked: the org's policy or the transcript gate is off; probed again later.
-    Park,
-    /// Nothing sent before `Retry-After`.
-    Wait,
 }
 
 /// What one failure does.
@@ -183,6 +183,14 @@ impl Failure {
         }
     }
 
+    /// The `Retry-After` a rate limit carried.
+    pub(crate) fn retry_after(&self) -> Option<RetryAfter> {
+        match self {
+            Self::RateLimited(retry_after) => *retry_after,
+            _ => None,
+        }
+    }
+
     /// A short name for counts and logs.
     pub fn name(&self) -> &'static str {
         match self {
@@ -213,23 +221,25 @@ pub fn classify(
     data: Option<FileState>,
     retry_after: Option<RetryAfter>,
 ) -> Failure {
-    match (status, code) {
-        (401, _) => Failure::Unauthenticated,
-        (403, Some(code::FEATURE_DISABLED)) => Failure::FeatureDisabled,
-        (403, Some(tcode::TRANSCRIPTS_DISABLED)) => Failure::TranscriptsDisabled,
-        (403, _) => Failure::TargetNotOwned,
-        (429, _) => Failure::RateLimited(retry_after),
-        (400 | 413, code) => Failure::Refused {
+    match verdict(status, code) {
+        Verdict::Unauthenticated => Failure::Unauthenticated,
+        Verdict::FeatureDisabled => Failure::FeatureDisabled,
+        Verdict::Forbidden(Some(tcode::TRANSCRIPTS_DISABLED)) => Failure::TranscriptsDisabled,
+        Verdict::Forbidden(_) => Failure::TargetNotOwned,
+        Verdict::RateLimited => Failure::RateLimited(retry_after),
+        Verdict::Refused => Failure::Refused {
             status,
             refusal: code.and_then(Refusal::from_code),
         },
-        (409, Some(tcode::OFFSET_MISMATCH)) => match data {
-            Some(state) => Failure::OffsetMismatch(state),
-            None => Failure::ServerFailure(status),
+        Verdict::Success | Verdict::Other => match (status, code) {
+            (409, Some(tcode::OFFSET_MISMATCH)) => match data {
+                Some(state) => Failure::OffsetMismatch(state),
+                None => Failure::ServerFailure(status),
+            },
+            (409, Some(tcode::UPLOAD_MISSING)) => Failure::UploadMissing,
+            (410, _) => Failure::UploadExpired,
+            _ => Failure::ServerFailure(status),
         },
-        (409, Some(tcode::UPLOAD_MISSING)) => Failure::UploadMissing,
-        (410, _) => Failure::UploadExpired,
-        _ => Failure::ServerFailure(status),
     }
 }
 
@@ -240,11 +250,7 @@ pub const LONGEST_BACKOFF: Duration = Duration::from_secs(5 * 60);
 
 /// The wait after a file's `retries`-th consecutive failure (1 s, 2 s, 4 s, ... 5 minutes).
 pub fn backoff(retries: u32) -> Duration {
-    let step = retries.saturating_sub(1).min(31);
-    FIRST_BACKOFF
-        .checked_mul(1u32 << step)
-        .unwrap_or(LONGEST_BACKOFF)
-        .min(LONGEST_BACKOFF)
+    doubling(FIRST_BACKOFF, LONGEST_BACKOFF, retries.saturating_sub(1))
 }
 
 #[cfg(test)]

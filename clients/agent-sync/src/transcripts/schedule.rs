@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::dead_letter::Class;
+use crate::lane_core::dead_letter::Class;
+use crate::lane_core::waits::Quiet;
 use crate::transcripts::segment::DEFAULT_TARGET_SOURCE;
 use crate::transcripts::source::TranscriptFile;
 
@@ -57,6 +58,18 @@ impl Default for Settings {
             park_probe: Duration::from_secs(5 * 60),
             files_per_tick: 16,
             segments_per_tick: 64,
+        }
+    }
+}
+
+/// The lane's waits after a lane-wide stop: a refused hello or token waits `retry_hello`, a
+/// parked lane its probe, a rate limit without `Retry-After` one second.
+impl From<&Settings> for Quiet {
+    fn from(s: &Settings) -> Self {
+        Quiet {
+            retry_hello: s.retry_hello,
+            park_probe: s.park_probe,
+            rate_limit: Duration::from_secs(1),
         }
     }
 }

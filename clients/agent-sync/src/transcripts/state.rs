@@ -13,13 +13,16 @@
 //! Dead letters: at most 1,000 files, oldest evicted (an evicted file is no longer pending; the
 //! next sweep that sees it grow brings it back); transient ones return when their window opens,
 //! deterministic ones only on a cold restart. Like the metadata lane's, the state is scoped to
-//! the signed-in identity and compute target: another one clears it.
+//! the signed-in identity and compute target: another one clears it. What the two states do
+//! alike (opening the file, the scope, the per-kind failure budget, the dead-letter set) is the
+//! shared core's (`lane_core::db`); the tables are this lane's own.
 
 use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use crate::dead_letter::{Class, MAX_DEAD_LETTERS};
+use crate::lane_core::db::{Release, Tables};
+use crate::lane_core::dead_letter::Class;
 use crate::transcripts::outcome::Kind;
 use crate::transcripts::source::TranscriptFile;
 
@@ -49,8 +52,6 @@ pub enum LockKind {
 pub struct LockGuard(#[allow(dead_code)] Option<std::fs::File>);
 
 const SCHEMA: &str = "
-PRAGMA journal_mode = WAL;
-PRAGMA synchronous = NORMAL;
 CREATE TABLE IF NOT EXISTS transcript_scope (
     id INTEGER PRIMARY KEY CHECK (id = 1),
     identity TEXT NOT NULL,
@@ -160,6 +161,21 @@ const ADDED_COLUMNS: [(&str, &str); 2] = [
     ),
 ];
 
+/// The lane's tables in the state file (the plumbing is the shared core's).
+const TABLES: Tables = Tables {
+    schema: SCHEMA,
+    added: &ADDED_COLUMNS,
+    scope: "transcript_scope",
+    items: "transcript_files",
+    dead: "transcript_dead_letters",
+    all: &[
+        "transcript_scope",
+        "transcript_files",
+        "transcript_dead_letters",
+    ],
+    key: &["session_id", "file_id"],
+};
+
 fn progress(r: &rusqlite::Row<'_>) -> rusqlite::Result<Progress> {
     Ok(Progress {
         session_id: r.get(0)?,
@@ -186,11 +202,11 @@ impl TranscriptState {
     /// Open (creating) the lane's tables in the state file at `path` (the metadata lane's file
     /// is the usual one); another identity or target than the stored one clears them.
     pub fn open(path: &Path, identity: &str, target: &str) -> Result<Self, StateError> {
-        Self::with(Connection::open(path)?, Some(path), identity, target)
+        Self::with(TABLES.open(Some(path))?, Some(path), identity, target)
     }
 
     pub fn in_memory(identity: &str, target: &str) -> Result<Self, StateError> {
-        Self::with(Connection::open_in_memory()?, None, identity, target)
+        Self::with(TABLES.open(None)?, None, identity, target)
     }
 
     /// Take `kind`'s lock if no other process holds it (`None` when one does).
@@ -222,18 +238,6 @@ impl TranscriptState {
         identity: &str,
         target: &str,
     ) -> Result<Self, StateError> {
-        db.busy_timeout(std::time::Duration::from_secs(5))?;
-        db.execute_batch(SCHEMA)?;
-        for (column, add) in ADDED_COLUMNS {
-            let present: i64 = db.query_row(
-                "SELECT count(*) FROM pragma_table_info('transcript_files') WHERE name = ?1",
-                [column],
-                |r| r.get(0),
-            )?;
-            if present == 0 {
-                db.execute_batch(add)?;
-            }
-        }
         let mut s = Self {
             db,
             path: path.map(Path::to_owned),
@@ -244,36 +248,13 @@ impl TranscriptState {
 
     /// Scope the state to this identity and target, clearing it when either changed.
     pub fn bind(&mut self, identity: &str, target: &str) -> Result<(), StateError> {
-        let tx = self.db.transaction()?;
-        let stored: Option<(String, String)> = tx
-            .query_row(
-                "SELECT identity, compute_target FROM transcript_scope WHERE id = 1",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        if stored.as_ref().map(|(i, t)| (i.as_str(), t.as_str())) != Some((identity, target)) {
-            tx.execute_batch(
-                "DELETE FROM transcript_scope; DELETE FROM transcript_files;
-                 DELETE FROM transcript_dead_letters;",
-            )?;
-            tx.execute(
-                "INSERT INTO transcript_scope (id, identity, compute_target) VALUES (1, ?1, ?2)",
-                params![identity, target],
-            )?;
-        }
-        tx.commit()?;
+        TABLES.bind(&mut self.db, identity, target)?;
         Ok(())
     }
 
     /// Whether a full-discovery sweep has run (the first one is the backfill).
     pub fn swept(&self) -> Result<bool, StateError> {
-        Ok(self
-            .db
-            .query_row("SELECT swept FROM transcript_scope WHERE id = 1", [], |r| {
-                r.get::<_, i64>(0)
-            })?
-            != 0)
+        Ok(TABLES.flag(&self.db, "swept")?)
     }
 
     /// Record a sweep's findings: a file new, of another length than last seen, or with another
@@ -461,17 +442,19 @@ impl TranscriptState {
         kind: Option<Kind>,
         not_before_ms: i64,
     ) -> Result<(u32, bool), StateError> {
-        let (retries, count): (u32, i64) = self.db.query_row(
+        let tx = self.db.transaction()?;
+        let retries: u32 = tx.query_row(
             "UPDATE transcript_files SET retries = retries + 1,
-                not_before_ms = max(not_before_ms, ?3),
-                fail_count = CASE WHEN ?4 IS NULL THEN fail_count
-                                  WHEN fail_kind = ?4 THEN fail_count + 1 ELSE 1 END,
-                fail_kind = coalesce(?4, fail_kind)
-              WHERE session_id = ?1 AND file_id = ?2 RETURNING retries, fail_count",
-            params![session_id, file_id, not_before_ms, kind.map(Kind::name)],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+                not_before_ms = max(not_before_ms, ?3)
+              WHERE session_id = ?1 AND file_id = ?2 RETURNING retries",
+            params![session_id, file_id, not_before_ms],
+            |r| r.get(0),
         )?;
-        let spent = kind.is_some_and(|k| count >= i64::from(k.limit()));
+        let spent = match kind {
+            Some(k) => TABLES.count_failure(&tx, &[session_id, file_id], k.name(), k.limit())?,
+            None => false,
+        };
+        tx.commit()?;
         Ok((retries, spent))
     }
 
@@ -494,15 +477,7 @@ impl TranscriptState {
         session_id: &str,
         file_id: &str,
     ) -> Result<Option<(Option<String>, i64)>, StateError> {
-        Ok(self
-            .db
-            .query_row(
-                "SELECT fail_kind, fail_count FROM transcript_files
-                  WHERE session_id = ?1 AND file_id = ?2",
-                params![session_id, file_id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?)
+        Ok(TABLES.budget_of(&self.db, &[session_id, file_id])?)
     }
 
     /// Set a file aside (`retry_at_ms` `None`: deterministic). Its budget starts again. Evicts
@@ -517,40 +492,14 @@ impl TranscriptState {
         retry_at_ms: Option<i64>,
     ) -> Result<Vec<(String, String)>, StateError> {
         let tx = self.db.transaction()?;
-        tx.execute(
-            "UPDATE transcript_files SET fail_kind = NULL, fail_count = 0
-              WHERE session_id = ?1 AND file_id = ?2",
-            params![session_id, file_id],
+        let evicted: Vec<(String, String)> = TABLES.dead_letter(
+            &tx,
+            &[session_id, file_id],
+            class,
+            reason,
+            now_ms,
+            retry_at_ms,
         )?;
-        tx.execute(
-            "INSERT INTO transcript_dead_letters
-                (session_id, file_id, seq, class, reason, dead_at_ms, retry_at_ms)
-             VALUES (?1, ?2, (SELECT coalesce(max(seq), 0) + 1 FROM transcript_dead_letters),
-                     ?3, ?4, ?5, ?6)
-             ON CONFLICT (session_id, file_id) DO UPDATE SET seq = excluded.seq,
-                class = excluded.class, reason = excluded.reason,
-                dead_at_ms = excluded.dead_at_ms, retry_at_ms = excluded.retry_at_ms",
-            params![
-                session_id,
-                file_id,
-                class.as_str(),
-                reason,
-                now_ms,
-                retry_at_ms
-            ],
-        )?;
-        let evicted: Vec<(String, String)> = {
-            let mut q = tx.prepare_cached(
-                "DELETE FROM transcript_dead_letters WHERE seq IN (
-                    SELECT seq FROM transcript_dead_letters ORDER BY seq
-                     LIMIT max((SELECT count(*) FROM transcript_dead_letters) - ?1, 0))
-                 RETURNING session_id, file_id",
-            )?;
-            q.query_map(params![MAX_DEAD_LETTERS as i64], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })?
-            .collect::<Result<_, _>>()?
-        };
         for (s, f) in &evicted {
             tx.execute(
                 "UPDATE transcript_files SET flush_at_ms = NULL
@@ -564,25 +513,22 @@ impl TranscriptState {
 
     /// The timed pass: transient dead letters whose window opened are due again.
     pub fn recover_due(&mut self, now_ms: i64) -> Result<Vec<(String, String)>, StateError> {
-        self.release("retry_at_ms IS NOT NULL AND retry_at_ms <= ?1", now_ms)
+        self.release(Release::Due(now_ms), now_ms)
     }
 
     /// A cold restart: deterministic dead letters are due again.
     pub fn release_deterministic(&mut self, now_ms: i64) -> Result<usize, StateError> {
-        Ok(self
-            .release("retry_at_ms IS NULL AND ?1 = ?1", now_ms)?
-            .len())
+        Ok(self.release(Release::Deterministic, now_ms)?.len())
     }
 
-    fn release(&mut self, which: &str, now_ms: i64) -> Result<Vec<(String, String)>, StateError> {
+    /// Released dead letters leave the set and their files are due at `now_ms`.
+    fn release(
+        &mut self,
+        which: Release,
+        now_ms: i64,
+    ) -> Result<Vec<(String, String)>, StateError> {
         let tx = self.db.transaction()?;
-        let ids: Vec<(String, String)> = {
-            let mut q = tx.prepare(&format!(
-                "DELETE FROM transcript_dead_letters WHERE {which} RETURNING session_id, file_id"
-            ))?;
-            q.query_map(params![now_ms], |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect::<Result<_, _>>()?
-        };
+        let ids: Vec<(String, String)> = TABLES.release(&tx, which)?;
         for (s, f) in &ids {
             tx.execute(
                 "UPDATE transcript_files SET flush_at_ms = ?3, not_before_ms = 0
@@ -595,31 +541,22 @@ impl TranscriptState {
     }
 
     pub fn dead_letters(&self) -> Result<Vec<DeadFile>, StateError> {
-        let mut q = self.db.prepare_cached(
-            "SELECT session_id, file_id, class, reason, retry_at_ms FROM transcript_dead_letters
-              ORDER BY seq",
-        )?;
-        let rows = q.query_map([], |r| {
-            Ok(DeadFile {
-                session_id: r.get(0)?,
-                file_id: r.get(1)?,
-                class: r.get(2)?,
-                reason: r.get(3)?,
-                retry_at_ms: r.get(4)?,
+        let rows = TABLES.dead_letters::<(String, String)>(&self.db)?;
+        Ok(rows
+            .into_iter()
+            .map(|d| DeadFile {
+                session_id: d.key.0,
+                file_id: d.key.1,
+                class: d.class,
+                reason: d.reason,
+                retry_at_ms: d.retry_at_ms,
             })
-        })?;
-        Ok(rows.collect::<Result<_, _>>()?)
+            .collect())
     }
 
     /// Forget a file the source no longer has.
     pub fn forget(&mut self, session_id: &str, file_id: &str) -> Result<(), StateError> {
-        for table in ["transcript_files", "transcript_dead_letters"] {
-            self.db.execute(
-                &format!("DELETE FROM {table} WHERE session_id = ?1 AND file_id = ?2"),
-                params![session_id, file_id],
-            )?;
-        }
-        Ok(())
+        Ok(TABLES.forget(&self.db, &[session_id, file_id])?)
     }
 }
 

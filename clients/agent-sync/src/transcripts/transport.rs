@@ -32,6 +32,7 @@ use syncplane_contract::transcripts::{
 };
 
 use crate::answer::RetryAfter;
+use crate::lane_core::http::{self, cap, error_code, timed_out};
 use crate::transcripts::outcome::{Failure, FileState, classify};
 use crate::transport::{TokenHandle, TransportError};
 
@@ -138,22 +139,10 @@ impl TranscriptTransport {
         token: TokenHandle,
         deadline: Duration,
     ) -> Result<Self, TransportError> {
-        let bad = |reason: String| TransportError::BadUrl {
-            url: base_url.to_owned(),
-            reason,
-        };
-        let parsed = reqwest::Url::parse(base_url).map_err(|e| bad(e.to_string()))?;
-        if !matches!(parsed.scheme(), "http" | "https") {
-            return Err(bad("the scheme must be http or https".into()));
-        }
-        let http = reqwest::Client::builder()
-            .timeout(deadline)
-            .connect_timeout(deadline)
-            .build()
-            .map_err(|e| TransportError::Client(e.to_string()))?;
+        let (http, base, parsed) = http::client(base_url, deadline)?;
         Ok(Self {
             http,
-            base: base_url.trim_end_matches('/').to_owned(),
+            base,
             origin: parsed.origin().ascii_serialization(),
             token,
             upload_deadline: DEFAULT_UPLOAD_DEADLINE,
@@ -187,7 +176,7 @@ impl TranscriptTransport {
         let token = self.token.get().ok_or(Failure::Unauthenticated)?;
         let resp = req.bearer_auth(token).send().await.map_err(thrown)?;
         let status = resp.status().as_u16();
-        let retry_after = retry_after(&resp);
+        let retry_after = http::retry_after(&resp);
         let body = resp.bytes().await.map_err(thrown)?;
         let v: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
         if (200..300).contains(&status) {
@@ -208,13 +197,6 @@ impl TranscriptTransport {
     }
 }
 
-fn retry_after(resp: &reqwest::Response) -> Option<RetryAfter> {
-    resp.headers()
-        .get(reqwest::header::RETRY_AFTER)
-        .and_then(|v| v.to_str().ok())
-        .and_then(RetryAfter::parse)
-}
-
 /// What an S3 error answer to a presigned PUT says, in the lane's terms: a checksum S3 computed
 /// otherwise, or a body cut short, are bytes damaged on the way (sent again); an entity too large
 /// is a segment over the caps; anything else has no code this client acts on.
@@ -232,16 +214,15 @@ fn s3_refusal(body: &str) -> Option<Refusal> {
 }
 
 fn thrown(e: reqwest::Error) -> Failure {
-    if e.is_timeout() {
+    if timed_out(&e, "transcript transport error") {
         Failure::Timeout
     } else {
-        tracing::debug!(error = %e, "transcript transport error");
         Failure::TransportError
     }
 }
 
 fn failure(status: u16, v: &Value, retry_after: Option<RetryAfter>) -> Failure {
-    let code = v["error"]["code"].as_str();
+    let code = error_code(v);
     let data = serde_json::from_value::<FileState>(v["data"].clone()).ok();
     classify(status, code, data, retry_after)
 }
@@ -261,15 +242,14 @@ pub fn parse_hello(v: &Value) -> Option<Hello> {
             return None;
         }
     };
-    let cap = |key: &str, ours: u64| {
-        data["limits"][key]
-            .as_u64()
-            .map_or(ours, |theirs| ours.min(theirs))
-    };
     Some(Hello {
         mode,
-        max_segment_bytes: cap(MAX_SEGMENT_BYTES_KEY, MAX_SEGMENT_BYTES),
-        max_segment_decoded_bytes: cap(MAX_SEGMENT_DECODED_BYTES_KEY, MAX_SEGMENT_DECODED_BYTES),
+        max_segment_bytes: cap(data, MAX_SEGMENT_BYTES_KEY, MAX_SEGMENT_BYTES),
+        max_segment_decoded_bytes: cap(
+            data,
+            MAX_SEGMENT_DECODED_BYTES_KEY,
+            MAX_SEGMENT_DECODED_BYTES,
+        ),
     })
 }
 

@@ -10,12 +10,17 @@
 //! nothing to append, so nothing else to read: there the whole acknowledged prefix is hashed and
 //! compared with the prefix's SHA-256 kept since the first byte ([`prefix_state`]), and any
 //! rewrite that kept the length is noticed (issue 31).
+//!
+//! The witnesses are kept current here too: a segment acknowledged moves them past it
+//! ([`advance`]), and the server's state adopted takes them at its offset ([`adopt`]).
 
 use std::io;
+use std::ops::Range;
 
 use sha2::digest::common::hazmat::SerializableState;
 use sha2::{Digest, Sha256};
 
+use crate::transcripts::outcome::FileState;
 use crate::transcripts::source::{TranscriptFile, TranscriptSource};
 use crate::transcripts::state::Progress;
 
@@ -137,6 +142,58 @@ pub fn checks_at(source: &dyn TranscriptSource, p: &mut Progress) -> io::Result<
     (p.head_len, p.head_sha) = head(source, &file, p.acked_offset)?;
     p.prefix_state = prefix_state(source, &file, p.acked_offset)?;
     Ok(())
+}
+
+/// A segment of the source bytes `bytes` acknowledged where it was sent: the offset moves past
+/// it, its bytes (`sha`: their SHA-256) are the tail witness and `prefix` (the SHA-256 state of
+/// the prefix it ends) the prefix's, and the head witness grows with the acknowledged prefix
+/// until it is 64 KiB.
+pub fn advance(
+    source: &dyn TranscriptSource,
+    p: &mut Progress,
+    bytes: Range<u64>,
+    sha: &str,
+    prefix: Option<Vec<u8>>,
+) {
+    p.acked_offset = bytes.end;
+    p.check_start = bytes.start;
+    p.check_end = bytes.end;
+    p.check_sha = Some(sha.to_owned());
+    p.prefix_state = prefix;
+    if p.head_len < HEAD_BYTES.min(p.acked_offset) {
+        let (len, sha) = match head(source, &p.file(), p.acked_offset) {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::debug!(error = %e, "head hash not read; kept");
+                (p.head_len, p.head_sha.clone())
+            }
+        };
+        p.head_len = len;
+        p.head_sha = sha;
+    }
+}
+
+/// Take the server's state `st` for a file of `len` bytes (contract: the acknowledged offset is
+/// the truth); the state is known from then on.
+pub fn adopt(source: &dyn TranscriptSource, p: &mut Progress, st: FileState, len: u64) {
+    let ours = (p.generation, p.acked_offset);
+    if st.generation == 0 || st.generation < p.generation {
+        // Unknown to the server, or our newer generation not committed yet: from 0 in ours.
+        p.generation = p.generation.max(1);
+        if p.acked_offset > 0 {
+            reset(p);
+        }
+    } else if (st.generation, st.acked_offset) != ours {
+        p.generation = st.generation;
+        p.acked_offset = st.acked_offset;
+        p.prefix_state = None;
+        if st.acked_offset <= len
+            && let Err(e) = checks_at(source, p)
+        {
+            tracing::debug!(error = %e, "checks not read at the adopted offset");
+        }
+    }
+    p.known = true;
 }
 
 /// From offset 0 (of the same or a new generation): no witnesses, the prefix of no bytes.

@@ -1,4 +1,5 @@
-//! The dead-letter ladder: when a set-aside session comes back.
+//! The dead-letter ladder: when a set-aside session comes back. Part of the core both lanes share
+//! (`lane_core`): the metadata lane sets sessions aside through it, the transcript lane files.
 //!
 //! Spec, "Retries, backoff, and dead-lettering": a dead letter is not a grave. A transient one
 //! (ack timeouts, rate limits, ingestion failures) gets a timed window that starts at 5 minutes
@@ -21,6 +22,8 @@
 
 use std::collections::HashMap;
 use std::time::Duration;
+
+use crate::lane_core::waits::{at, doubling};
 
 pub const FIRST_WINDOW: Duration = Duration::from_secs(5 * 60);
 pub const LONGEST_WINDOW: Duration = Duration::from_secs(24 * 60 * 60);
@@ -53,12 +56,19 @@ impl Ladder {
     /// The window for dead-lettering `id` now: 5 min, 10, 20, ... capped at 24 h.
     pub fn next_window(&mut self, id: &str) -> Duration {
         let n = self.strikes.entry(id.to_owned()).or_insert(0);
-        let window = FIRST_WINDOW
-            .checked_mul(1u32.checked_shl(*n).unwrap_or(u32::MAX))
-            .unwrap_or(LONGEST_WINDOW)
-            .min(LONGEST_WINDOW);
+        let window = doubling(FIRST_WINDOW, LONGEST_WINDOW, *n);
         *n = n.saturating_add(1);
         window
+    }
+
+    /// When `id`, dead-lettered now as `class`, comes back: `None` (deterministic: never by the
+    /// timed pass), or when its next window from `now_ms` opens (transient). Both lanes set
+    /// their items aside through this.
+    pub(crate) fn retry_at(&mut self, id: &str, class: Class, now_ms: i64) -> Option<i64> {
+        match class {
+            Class::Transient => Some(at(now_ms, self.next_window(id))),
+            Class::Deterministic => None,
+        }
     }
 
     /// An acknowledged id starts from the base window again.
@@ -85,5 +95,8 @@ mod tests {
         }
         l.forget("a");
         assert_eq!(l.next_window("a"), FIRST_WINDOW);
+        assert_eq!(l.retry_at("c", Class::Deterministic, 7), None);
+        assert_eq!(l.retry_at("c", Class::Transient, 7), Some(7 + 300_000));
+        assert_eq!(l.retry_at("c", Class::Transient, 7), Some(7 + 600_000));
     }
 }
