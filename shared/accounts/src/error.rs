@@ -2,7 +2,7 @@
 //! `unauthenticated` and `database_unreachable`); what failed inside goes to the log here, with
 //! its context, never into an answer.
 
-use crate::tokens::TokenKind;
+use crate::kind::TokenKind;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AccountsError {

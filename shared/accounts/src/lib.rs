@@ -10,6 +10,7 @@
 pub mod admin;
 mod error;
 pub mod gates;
+mod kind;
 pub mod provision;
 pub mod tokens;
 

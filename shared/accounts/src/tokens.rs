@@ -15,30 +15,10 @@ use subtle::ConstantTimeEq;
 use syncplane_core::http::bearer_token;
 
 use crate::error::{AccountsError, failed};
+pub use crate::kind::{DEVICE_TOKEN_PREFIX, READ_TOKEN_PREFIX, TokenKind};
 
 /// The global feature flag of the metadata lane (table `feature_flags`).
 pub(crate) const FEATURE_FLAG: &str = "agent_session_sync";
-/// A read token's prefix.
-pub(crate) const READ_TOKEN_PREFIX: &str = "spr_";
-/// A device token's prefix.
-pub(crate) const DEVICE_TOKEN_PREFIX: &str = "spd_";
-
-/// The two kinds of token, each with its prefix and its table.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TokenKind {
-    Device,
-    Read,
-}
-
-impl TokenKind {
-    pub fn prefix(self) -> &'static str {
-        match self {
-            Self::Device => DEVICE_TOKEN_PREFIX,
-            Self::Read => READ_TOKEN_PREFIX,
-        }
-    }
-}
-
 /// SHA-256 of a token, as stored.
 pub fn token_hash(token: &str) -> [u8; 32] {
     Sha256::digest(token.as_bytes()).into()

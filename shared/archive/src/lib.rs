@@ -7,6 +7,10 @@
 //!
 //! A layer below the HTTP surfaces and the worker: the ingest routes (`syncplane_ingest::transcripts`)
 //! and the worker's S3 notifications both complete uploads through here, with one verification.
+//!
+//! Uses the floor (`syncplane_core`) and the contract (`syncplane_contract`: the segment caps and
+//! refusal codes); whether an org may archive is
+//! `syncplane_accounts::gates`, beside it.
 
 pub mod error;
 pub mod files;

@@ -14,6 +14,9 @@
 //! (one HTTP round trip, the request and answer types); `client` (credentials, rate-limit waits,
 //! the REST endpoints); then `graphql`, and on it `graphql_heads`, `graphql_listing` (the listing with heads) and
 //! `graphql_probe` (one commit's root names and planned paths).
+//!
+//! Uses the floor (`syncplane_core`: configuration, the database that shares tokens) and nothing
+//! else of the workspace.
 
 mod client;
 mod error;
