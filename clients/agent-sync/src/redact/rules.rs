@@ -90,61 +90,30 @@ macro_rules! secret_name {
 /// A JSON object key that names a secret: its string value is checked as a whole.
 pub(super) const KEY_NAME: &str = concat!(r"(?i)^", secret_name!(), "$");
 
-const TWILIO_KW: &[Kw] = &[
-    Token("AC0"),
-    Token("AC1"),
-    Token("AC2"),
-    Token("AC3"),
-    Token("AC4"),
-    Token("AC5"),
-    Token("AC6"),
-    Token("AC7"),
-    Token("AC8"),
-    Token("AC9"),
-    Token("ACa"),
-    Token("ACb"),
-    Token("ACc"),
-    Token("ACd"),
-    Token("ACe"),
-    Token("ACf"),
-    Token("SK0"),
-    Token("SK1"),
-    Token("SK2"),
-    Token("SK3"),
-    Token("SK4"),
-    Token("SK5"),
-    Token("SK6"),
-    Token("SK7"),
-    Token("SK8"),
-    Token("SK9"),
-    Token("SKa"),
-    Token("SKb"),
-    Token("SKc"),
-    Token("SKd"),
-    Token("SKe"),
-    Token("SKf"),
-];
+/// Keywords `<prefix>0` to `<prefix>f` for each prefix, after any `first` ones: how a Twilio id
+/// (`AC` or `SK` and 32 hex) starts.
+macro_rules! hex_prefixed {
+    ([$($first:expr),*] $($prefix:literal)+) => {
+        &[
+            $($first,)*
+            $(
+                Token(concat!($prefix, "0")), Token(concat!($prefix, "1")),
+                Token(concat!($prefix, "2")), Token(concat!($prefix, "3")),
+                Token(concat!($prefix, "4")), Token(concat!($prefix, "5")),
+                Token(concat!($prefix, "6")), Token(concat!($prefix, "7")),
+                Token(concat!($prefix, "8")), Token(concat!($prefix, "9")),
+                Token(concat!($prefix, "a")), Token(concat!($prefix, "b")),
+                Token(concat!($prefix, "c")), Token(concat!($prefix, "d")),
+                Token(concat!($prefix, "e")), Token(concat!($prefix, "f")),
+            )+
+        ]
+    };
+}
+
+const TWILIO_KW: &[Kw] = hex_prefixed!([] "AC" "SK");
 
 /// What makes a 32-hex run worth a look as a Twilio auth token: the word, or an account SID.
-const TWILIO_TOKEN_KW: &[Kw] = &[
-    Word("twilio"),
-    Token("AC0"),
-    Token("AC1"),
-    Token("AC2"),
-    Token("AC3"),
-    Token("AC4"),
-    Token("AC5"),
-    Token("AC6"),
-    Token("AC7"),
-    Token("AC8"),
-    Token("AC9"),
-    Token("ACa"),
-    Token("ACb"),
-    Token("ACc"),
-    Token("ACd"),
-    Token("ACe"),
-    Token("ACf"),
-];
+const TWILIO_TOKEN_KW: &[Kw] = hex_prefixed!([Word("twilio")] "AC");
 
 /// The rules, highest priority first (at most 64: candidates are a bit set).
 pub(super) const RULES: &[Rule] = &[
