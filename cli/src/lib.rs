@@ -117,9 +117,10 @@ impl Command {
             Command::Search(a) => a.tenant.as_deref().map_or(Databases::First, Databases::One),
             Command::Status { .. } => Databases::All,
             Command::Ingest(_) | Command::Demo(_) => Databases::First,
-            Command::Transcripts(transcripts::TranscriptsCommand::Expire { tenant, .. }) => {
-                named(tenant)
-            }
+            Command::Transcripts(
+                transcripts::TranscriptsCommand::Expire { tenant, .. }
+                | transcripts::TranscriptsCommand::Usage { tenant, .. },
+            ) => named(tenant),
         })
     }
 }

@@ -3,6 +3,9 @@
 //! --transcript-retention-days N|off`), for every configured tenant: segments past their org's
 //! retention (objects, then rows), files with no segment left, and intents never completed (their
 //! objects too). One JSON line per tenant with what was deleted.
+//!
+//! `syncplane transcripts usage`: what the archive keeps per organization and when its oldest
+//! segment expires (`shared::archive::usage`), one JSON line per org.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -27,6 +30,18 @@ pub enum TranscriptsCommand {
         #[arg(long, default_value_t = retention::DEFAULT_BATCH)]
         batch: i64,
     },
+    /// What the archive keeps per organization: one JSON line each, `{"tenant", "orgId", "org",
+    /// "sessions", "files", "segments", "compressedBytes", "decodedBytes", "indexedLines",
+    /// "oldestSegmentAt", "retentionDays", "oldestExpiresAt"}` (`retentionDays` null: kept until a
+    /// retention is set with `syncplane ingest set-org ORG --transcript-retention-days N`).
+    Usage {
+        /// Only this tenant (default: every configured tenant).
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Only this organization (its name).
+        #[arg(long)]
+        org: Option<String>,
+    },
 }
 
 pub async fn run(
@@ -39,7 +54,51 @@ pub async fn run(
             let store = archive_store(config).await?;
             expire(config, &store, tenant.as_deref(), batch, out).await
         }
+        TranscriptsCommand::Usage { tenant, org } => {
+            usage(config, tenant.as_deref(), org.as_deref(), out).await
+        }
     }
+}
+
+/// `usage` for the tenants asked for; an org named that no tenant has is an error.
+async fn usage(
+    config: &Config,
+    only: Option<&str>,
+    org: Option<&str>,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    if let Some(t) = only
+        && config.tenant(t).is_none()
+    {
+        anyhow::bail!("unknown tenant '{t}'");
+    }
+    let mut found = false;
+    for tenant in config
+        .tenants
+        .iter()
+        .filter(|t| only.is_none_or(|o| t.id.as_str() == o))
+    {
+        let pool = shared::db::connect_tenant(tenant, 1).await?;
+        let kept = shared::archive::usage::kept(&pool, None).await;
+        pool.close().await;
+        let kept = kept.with_context(|| format!("tenant {}: transcripts usage", tenant.id))?;
+        for k in kept.iter().filter(|k| org.is_none_or(|o| k.org == o)) {
+            found = true;
+            let mut line = json!({ "tenant": tenant.id.as_str() });
+            if let (Some(line), serde_json::Value::Object(fields)) =
+                (line.as_object_mut(), serde_json::to_value(k)?)
+            {
+                line.extend(fields);
+            }
+            writeln!(out, "{line}")?;
+        }
+    }
+    if let Some(o) = org
+        && !found
+    {
+        anyhow::bail!("no organization named '{o}' (syncplane ingest orgs lists them)");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `expire` on `store` for the tenants asked for.

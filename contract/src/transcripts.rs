@@ -57,6 +57,10 @@ pub mod path {
     pub const SEGMENT: &str = "/api/agent-sessions/transcripts/segment";
     /// `GET` (read token): a file's decompressed lines, paged.
     pub const LINES: &str = "/api/agent-sessions/transcripts/lines";
+    /// `GET` (read token): search an org's transcripts.
+    pub const SEARCH: &str = "/api/agent-sessions/transcripts/search";
+    /// `GET` (read token): what the org's archive keeps, and when its oldest segment expires.
+    pub const RETENTION: &str = "/api/agent-sessions/transcripts/retention";
 }
 
 /// The lane's own `error.code` strings (the metadata lane's `unauthenticated`,
@@ -100,6 +104,9 @@ pub enum Refusal {
     InvalidParameter,
     /// A read route's cursor: not one the route gave, or of an older generation.
     InvalidCursor,
+    /// The search route's `q`: empty, over 512 bytes, over 32 terms, a control character, or
+    /// only exclusions (the message says which).
+    InvalidQuery,
     /// `413`: an intent's or a complete's body over [`MAX_INTENT_BODY_BYTES`].
     BodyTooLarge,
     /// `413`: a segment's claim over the caps, or an upload's body over [`MAX_SEGMENT_BYTES`].
@@ -133,7 +140,7 @@ pub enum Remedy {
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 21] = [
+    pub const ALL: [Refusal; 22] = [
         Refusal::InvalidJson,
         Refusal::InvalidRequest,
         Refusal::InvalidComputeTargetId,
@@ -146,6 +153,7 @@ impl Refusal {
         Refusal::InvalidUploadId,
         Refusal::InvalidParameter,
         Refusal::InvalidCursor,
+        Refusal::InvalidQuery,
         Refusal::BodyTooLarge,
         Refusal::SegmentTooLarge,
         Refusal::FileTooLarge,
@@ -172,6 +180,7 @@ impl Refusal {
             Self::InvalidUploadId => "invalid_upload_id",
             Self::InvalidParameter => "invalid_parameter",
             Self::InvalidCursor => "invalid_cursor",
+            Self::InvalidQuery => "invalid_query",
             Self::BodyTooLarge => "body_too_large",
             Self::SegmentTooLarge => "segment_too_large",
             Self::FileTooLarge => "file_too_large",

@@ -24,6 +24,7 @@ pub mod s3_front;
 pub mod scanner;
 pub mod search_plan;
 pub mod sqs;
+pub mod transcript_corpus;
 pub mod transcripts;
 
 use std::sync::Once;

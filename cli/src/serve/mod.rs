@@ -7,7 +7,8 @@
 //! (`functions/*/src/main.rs`). Jobs run inline; with `SYNC_SCHEDULER=1` the tick function's
 //! logic runs every minute in a background task, as the EventBridge schedule runs it; without it,
 //! the upkeep the tick would do (`upkeep`). Either way the transcript archive's retention
-//! (`transcripts.expire`, issue 20 §7) runs hourly on the store the ingest function here uses.
+//! (`transcripts.expire`, issue 20 §7) runs hourly on the store the ingest function here uses, and
+//! the segments it records are indexed for search as they come (`indexer`, issue 34).
 //!
 //! Issue 21: a database that does not answer is said at start, on one line naming its setting,
 //! host and port and the cause, and the server serves anyway (every route that needs the
@@ -15,10 +16,12 @@
 //! SIGTERM stop it gracefully, even when started with SIGINT ignored (`stop`).
 
 pub mod gateway;
+pub mod indexer;
 pub mod routes;
 pub mod stop;
 pub mod upkeep;
 
+pub use indexer::spawn_indexer;
 pub use upkeep::spawn_upkeep;
 
 use std::future::IntoFuture;
@@ -232,6 +235,7 @@ pub async fn run(
     let databases = tokio::spawn(say_unreachable(config.tenants.clone()));
     // The archive's retention runs on the store this server's ingest writes to.
     let store = functions.ingest.transcripts.store.clone();
+    let indexer = spawn_indexer(functions.ingest.pool.clone(), store.clone());
     let archive = TranscriptArchive::first_tenant(config, store);
     let scheduler = spawn_scheduler(config.clone(), archive.clone());
     let upkeep = scheduler
@@ -243,7 +247,10 @@ pub async fn run(
         "serving webhook, sync-api and ingest (jobs inline)"
     );
     let served = serve_until_stopped(listener, router(functions), signals).await;
-    for task in [Some(databases), scheduler, upkeep].into_iter().flatten() {
+    for task in [Some(databases), Some(indexer), scheduler, upkeep]
+        .into_iter()
+        .flatten()
+    {
         task.abort();
     }
     served?;

@@ -13,6 +13,7 @@ use sqlx::PgPool;
 
 use super::error::ArchiveError;
 pub use super::position::FileState;
+use super::search::index;
 use super::segment::{self, Claim, Mismatch};
 use super::store::{Store, StoreError};
 
@@ -125,6 +126,7 @@ pub struct Upload {
     pub file_row: i64,
     pub org_id: i64,
     pub compute_target_id: String,
+    pub session_id: String,
     pub generation: u32,
     pub offset: u64,
     pub claim: Claim,
@@ -141,6 +143,7 @@ pub async fn upload(pool: &PgPool, id: uuid::Uuid) -> Result<Option<Upload>, sql
         i64,
         i64,
         String,
+        String,
         i32,
         i64,
         i64,
@@ -153,7 +156,8 @@ pub async fn upload(pool: &PgPool, id: uuid::Uuid) -> Result<Option<Upload>, sql
         (i32, i64),
     );
     let row: Option<Row> = sqlx::query_as(
-        "SELECT u.file_row, f.org_id, f.compute_target_id, u.generation, u.start_offset,
+        "SELECT u.file_row, f.org_id, f.compute_target_id, f.session_id, u.generation,
+                u.start_offset,
                 u.source_bytes, u.decoded_bytes, u.compressed_bytes, u.sha256, u.object_key,
                 u.expires_at < now(), u.completed_at IS NOT NULL, (f.generation, f.acked_offset)
            FROM transcript_uploads u JOIN transcript_files f ON f.id = u.file_row
@@ -167,18 +171,19 @@ pub async fn upload(pool: &PgPool, id: uuid::Uuid) -> Result<Option<Upload>, sql
         file_row: r.0,
         org_id: r.1,
         compute_target_id: r.2,
-        generation: u32::try_from(r.3).unwrap_or(0),
-        offset: as_u64(r.4),
+        session_id: r.3,
+        generation: u32::try_from(r.4).unwrap_or(0),
+        offset: as_u64(r.5),
         claim: Claim {
-            source_bytes: as_u64(r.5),
-            decoded_bytes: as_u64(r.6),
-            compressed_bytes: as_u64(r.7),
-            sha256: r.8.try_into().unwrap_or([0; 32]),
+            source_bytes: as_u64(r.6),
+            decoded_bytes: as_u64(r.7),
+            compressed_bytes: as_u64(r.8),
+            sha256: r.9.try_into().unwrap_or([0; 32]),
         },
-        object_key: r.9,
-        expired: r.10,
-        completed: r.11,
-        file: FileState::of(r.12.0, r.12.1),
+        object_key: r.10,
+        expired: r.11,
+        completed: r.12,
+        file: FileState::of(r.13.0, r.13.1),
     }))
 }
 
@@ -233,18 +238,19 @@ pub async fn complete(
     if !up.file.accepts(up.generation, up.offset) {
         return Err(ArchiveError::OffsetMismatch(up.file));
     }
-    verify_stored(store, &up).await?;
-    record(pool, &up).await
+    let lines = verify_stored(store, &up).await?;
+    record(pool, &up, lines).await
 }
 
-/// Read the object back and verify it; a mismatch deletes it.
-async fn verify_stored(store: &Store, up: &Upload) -> Result<(), ArchiveError> {
-    let verdict: Result<(), Mismatch> =
+/// Read the object back and verify it, counting its lines (the search index numbers them); a
+/// mismatch deletes it.
+async fn verify_stored(store: &Store, up: &Upload) -> Result<i64, ArchiveError> {
+    let verdict: Result<i64, Mismatch> =
         match store.get(&up.object_key, up.claim.compressed_bytes).await {
             Ok(None) => return Err(ArchiveError::UploadMissing),
             Ok(Some(bytes)) => {
                 let claim = up.claim;
-                tokio::task::spawn_blocking(move || segment::verify(&bytes, &claim))
+                tokio::task::spawn_blocking(move || segment::verify_lines(&bytes, &claim))
                     .await
                     .map_err(|e| StoreError::Unavailable(format!("verify task failed: {e}")))?
                     .inspect_err(|m| {
@@ -254,21 +260,25 @@ async fn verify_stored(store: &Store, up: &Upload) -> Result<(), ArchiveError> {
             Err(StoreError::TooLarge { .. }) => Err(Mismatch::Length),
             Err(e) => return Err(e.into()),
         };
-    if let Err(m) = verdict {
-        if let Err(e) = store.delete(&up.object_key).await {
-            tracing::warn!(upload = %up.id, error = %e, "rejected segment not deleted");
+    match verdict {
+        Ok(lines) => Ok(lines),
+        Err(m) => {
+            if let Err(e) = store.delete(&up.object_key).await {
+                tracing::warn!(upload = %up.id, error = %e, "rejected segment not deleted");
+            }
+            Err(ArchiveError::BadSegment(m))
         }
-        return Err(ArchiveError::BadSegment(m));
     }
-    Ok(())
 }
 
-/// One transaction: lock the file, check its position again, record the segment, move the
-/// acknowledged offset, mark the upload completed.
-async fn record(pool: &PgPool, up: &Upload) -> Result<Completed, ArchiveError> {
+/// One transaction: lock the file, check its position again, record the segment and queue it for
+/// the search index ([`crate::search::index`]), move the acknowledged offset, mark the upload
+/// completed.
+async fn record(pool: &PgPool, up: &Upload, lines: i64) -> Result<Completed, ArchiveError> {
     let mut tx = pool.begin().await?;
-    let (generation, acked): (i32, i64) = sqlx::query_as(
-        "SELECT generation, acked_offset FROM transcript_files WHERE id = $1 FOR UPDATE",
+    let (generation, acked, line_count): (i32, i64, i64) = sqlx::query_as(
+        "SELECT generation, acked_offset, line_count FROM transcript_files WHERE id = $1
+            FOR UPDATE",
     )
     .bind(up.file_row)
     .fetch_one(&mut *tx)
@@ -304,9 +314,24 @@ async fn record(pool: &PgPool, up: &Upload) -> Result<Completed, ArchiveError> {
     .bind(&up.object_key)
     .execute(&mut *tx)
     .await?;
+    let same_generation = generation == as_i32(up.generation);
+    if !same_generation {
+        // A new generation replaces the old one's searchable lines.
+        index::forget_other_generations(&mut tx, up.file_row, as_i32(up.generation)).await?;
+    }
+    let lines_before = if same_generation { line_count } else { 0 };
+    index::enqueue(
+        &mut tx,
+        up.file_row,
+        as_i32(up.generation),
+        as_i64(up.offset),
+        lines_before + 1,
+    )
+    .await?;
     let (generation, acked): (i32, i64) = sqlx::query_as(
         "UPDATE transcript_files
             SET decoded_bytes = CASE WHEN generation = $2 THEN decoded_bytes + $4 ELSE $4 END,
+                line_count = CASE WHEN generation = $2 THEN line_count + $5 ELSE $5 END,
                 generation = $2, acked_offset = $3, updated_at = now()
           WHERE id = $1
           RETURNING generation, acked_offset",
@@ -315,6 +340,7 @@ async fn record(pool: &PgPool, up: &Upload) -> Result<Completed, ArchiveError> {
     .bind(as_i32(up.generation))
     .bind(as_i64(up.offset + up.claim.source_bytes))
     .bind(as_i64(up.claim.decoded_bytes))
+    .bind(lines)
     .fetch_one(&mut *tx)
     .await?;
     sqlx::query("UPDATE transcript_uploads SET completed_at = now() WHERE id = $1")

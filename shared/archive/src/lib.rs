@@ -17,8 +17,10 @@ pub mod files;
 pub mod key;
 pub mod position;
 pub mod retention;
+pub mod search;
 pub mod segment;
 pub mod store;
+pub mod usage;
 
 pub use error::ArchiveError;
 pub use files::{FileState, complete_upload, upload_by_key};

@@ -98,8 +98,40 @@ pub fn check_digest(
 /// Verify stored `bytes` against `claim`: length, SHA-256, then a bounded decode to exactly
 /// `decoded_bytes` (read at most one byte past it).
 pub fn verify(bytes: &[u8], claim: &Claim) -> Result<(), Mismatch> {
+    verify_into(bytes, claim, &mut |_| {})
+}
+
+/// [`verify`], answering the decoded bytes (at most the claim's `decodedBytes`, itself capped at
+/// [`MAX_SEGMENT_DECODED_BYTES`]): what the search index reads ([`crate::search::index`]).
+pub fn verify_decoded(bytes: &[u8], claim: &Claim) -> Result<Vec<u8>, Mismatch> {
+    let cap = claim.decoded_bytes.min(MAX_SEGMENT_DECODED_BYTES);
+    let mut out = Vec::with_capacity(usize::try_from(cap).unwrap_or(0));
+    verify_into(bytes, claim, &mut |chunk| {
+        if (out.len() + chunk.len()) as u64 <= cap {
+            out.extend_from_slice(chunk);
+        }
+    })?;
+    Ok(out)
+}
+
+/// [`verify`], answering the number of lines decoded (each ends with `\n`; a last line without
+/// one counts): what the search queue numbers lines by.
+pub fn verify_lines(bytes: &[u8], claim: &Claim) -> Result<i64, Mismatch> {
+    let (mut newlines, mut last) = (0usize, b'\n');
+    verify_into(bytes, claim, &mut |chunk| {
+        newlines += chunk.iter().filter(|b| **b == b'\n').count();
+        if let Some(b) = chunk.last() {
+            last = *b;
+        }
+    })?;
+    let lines = newlines + usize::from(last != b'\n');
+    Ok(i64::try_from(lines).unwrap_or(i64::MAX))
+}
+
+fn verify_into(bytes: &[u8], claim: &Claim, sink: &mut dyn FnMut(&[u8])) -> Result<(), Mismatch> {
     check_digest(bytes, claim.compressed_bytes, &claim.sha256)?;
-    let decoded = bounded_decoded_len(bytes, claim.decoded_bytes.min(MAX_SEGMENT_DECODED_BYTES))?;
+    let limit = claim.decoded_bytes.min(MAX_SEGMENT_DECODED_BYTES);
+    let decoded = bounded_decode(bytes, limit, sink)?;
     if decoded != claim.decoded_bytes {
         return Err(Mismatch::Decoded);
     }
@@ -108,7 +140,13 @@ pub fn verify(bytes: &[u8], claim: &Claim) -> Result<(), Mismatch> {
 
 /// The decoded length of `bytes`, counted up to `limit + 1` at most (a longer frame stops
 /// there). Errors: not zstd, or a window beyond [`MAX_WINDOW_LOG`].
+#[cfg(test)]
 fn bounded_decoded_len(bytes: &[u8], limit: u64) -> Result<u64, Mismatch> {
+    bounded_decode(bytes, limit, &mut |_| {})
+}
+
+/// Decode `bytes` up to `limit + 1` bytes, each chunk handed to `sink`; the length decoded.
+fn bounded_decode(bytes: &[u8], limit: u64, sink: &mut dyn FnMut(&[u8])) -> Result<u64, Mismatch> {
     let mut decoder = zstd::stream::read::Decoder::new(bytes).map_err(|_| Mismatch::NotZstd)?;
     decoder
         .window_log_max(MAX_WINDOW_LOG)
@@ -119,7 +157,10 @@ fn bounded_decoded_len(bytes: &[u8], limit: u64) -> Result<u64, Mismatch> {
     loop {
         match limited.read(&mut buf) {
             Ok(0) => return Ok(total),
-            Ok(n) => total += n as u64,
+            Ok(n) => {
+                total += n as u64;
+                sink(&buf[..n]);
+            }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => return Err(Mismatch::NotZstd),
         }
@@ -145,6 +186,8 @@ mod tests {
         let z = zstd::encode_all(&text[..], 3).unwrap();
         let claim = claim_of(&text, &z);
         assert_eq!(verify(&z, &claim), Ok(()));
+        assert_eq!(verify_decoded(&z, &claim).as_deref(), Ok(&text[..]));
+        assert_eq!(verify_lines(&z, &claim), Ok(100));
         let mut c = claim;
         c.compressed_bytes += 1;
         assert_eq!(verify(&z, &c), Err(Mismatch::Length));

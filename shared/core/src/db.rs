@@ -42,6 +42,7 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = migrations![
     12 "console" "0012_console.sql",
     13 "listing checks" "0013_listing_checks.sql",
     14 "document images" "0014_document_images.sql",
+    15 "transcript search" "0015_transcript_search.sql",
 ];
 
 /// [`MIGRATIONS`] as sqlx runs them (checksums are SHA-384 of the SQL, as `migrate!` makes them,

@@ -7,12 +7,15 @@ use syncplane_contract::{RATE_LIMITED_RETRY_AFTER_MAX_SECS, RATE_LIMITED_RETRY_A
 
 use super::error::{IngestError, db_failure};
 
-/// The windows counted per compute target: the metadata lane's batches, and the transcript
-/// lane's upload intents, apart (the two lanes share nothing; contract "intent", step 2).
+/// The windows counted: per compute target the metadata lane's batches and the transcript lane's
+/// upload intents, apart (the two lanes share nothing; contract "intent", step 2); per read
+/// token its transcript searches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Window {
     Batches,
     TranscriptIntents,
+    /// Transcript searches, per read token (its id).
+    TranscriptSearches,
 }
 
 impl Window {
@@ -40,6 +43,19 @@ impl Window {
                  INSERT INTO transcript_rate_limits AS r (compute_target_id, window_start, requests)
                  VALUES ($1, date_trunc('minute', now()), 1)
                  ON CONFLICT (compute_target_id, window_start)
+                 DO UPDATE SET requests = r.requests + 1
+                 RETURNING r.requests,
+                           extract(epoch FROM r.window_start + interval '1 minute' - now())::float8"
+            }
+            Self::TranscriptSearches => {
+                "WITH expired AS (
+                     DELETE FROM transcript_search_rate_limits
+                      WHERE read_token_id = $1::bigint
+                        AND window_start < date_trunc('minute', now())
+                 )
+                 INSERT INTO transcript_search_rate_limits AS r (read_token_id, window_start, requests)
+                 VALUES ($1::bigint, date_trunc('minute', now()), 1)
+                 ON CONFLICT (read_token_id, window_start)
                  DO UPDATE SET requests = r.requests + 1
                  RETURNING r.requests,
                            extract(epoch FROM r.window_start + interval '1 minute' - now())::float8"

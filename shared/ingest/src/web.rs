@@ -2,9 +2,10 @@
 //! app exists for the org-wide view), with the org read token the transcript read routes take
 //! (`spr_...`, `transcripts::read_auth`): a reader sees its own org only.
 //!
-//! - `GET /api/agent-sessions/sessions?limit=&cursor=`: the org's sessions, newest
-//!   (`updated_at`) first, with the promoted columns; keyset pages (index
-//!   `agent_sessions_org_updated_id_idx`).
+//! - `GET /api/agent-sessions/sessions?limit=&cursor=&computeTargetId=&sessionId=`: the org's
+//!   sessions, newest (`updated_at`) first, with the promoted columns; keyset pages (index
+//!   `agent_sessions_org_updated_id_idx`); narrowed to one compute target or one session (the
+//!   console's session page, issue 34).
 //! - `GET /api/agent-sessions/insights?days=`: per day (UTC, by the session's start, else its
 //!   update time) the sessions, active users and, where the org opted in, sessions whose
 //!   frustration score is at least [`FRUSTRATED_SCORE`]; tokens by model; sessions per
@@ -22,6 +23,7 @@ use sqlx::PgPool;
 use super::error::{IngestError, db_failure};
 use super::transcripts::read::Params;
 use syncplane_accounts::tokens;
+use syncplane_contract::chars;
 use syncplane_contract::transcripts::Refusal;
 
 pub(crate) const SESSIONS_PATH: &str = "/api/agent-sessions/sessions";
@@ -85,7 +87,13 @@ syncplane_core::from_row!(SessionRow {
 /// `GET .../sessions`.
 pub async fn sessions(pool: &PgPool, req: &Request) -> Result<Value, IngestError> {
     let reader = tokens::authenticate_reader(pool, req.headers()).await?;
-    let params = Params::parse(req, &["limit", "cursor"])?;
+    let params = Params::parse(req, &["limit", "cursor", "computeTargetId", "sessionId"])?;
+    let target = params.bounded(
+        "computeTargetId",
+        chars::COMPUTE_TARGET_ID,
+        Refusal::InvalidComputeTargetId,
+    )?;
+    let session = params.bounded("sessionId", chars::SESSION_ID, Refusal::InvalidSessionId)?;
     let limit = params
         .number("limit", 1, MAX_SESSIONS)?
         .unwrap_or(DEFAULT_SESSIONS) as i64;
@@ -98,6 +106,8 @@ pub async fn sessions(pool: &PgPool, req: &Request) -> Result<Value, IngestError
            FROM agent_sessions
           WHERE org_id = $1
             AND ($2::timestamptz IS NULL OR (updated_at, id) < ($2, $3))
+            AND ($5::text IS NULL OR compute_target_id = $5)
+            AND ($6::text IS NULL OR session_id = $6)
           ORDER BY updated_at DESC, id DESC
           LIMIT $4",
     )
@@ -105,6 +115,8 @@ pub async fn sessions(pool: &PgPool, req: &Request) -> Result<Value, IngestError
     .bind(after.map(|(at, _)| at))
     .bind(after.map_or(0, |(_, id)| id))
     .bind(limit + 1)
+    .bind(target)
+    .bind(session)
     .fetch_all(pool)
     .await
     .map_err(db_failure("list sessions"))?;

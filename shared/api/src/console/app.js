@@ -249,7 +249,9 @@
     const later = () => { performance.mark('sp:keystroke'); clearTimeout(timer); timer = setTimeout(run, DEBOUNCE_MS); };
     for (const input of [q, repo, path]) input.addEventListener('input', later);
     form.addEventListener('submit', (ev) => { ev.preventDefault(); clearTimeout(timer); run(); });
-    page('Search', form, results);
+    const other = el('p', { class: 'note' }, el('a', { id: 'sp-to-transcripts', href: '#/transcripts', text: 'Search session transcripts instead' }), ' (with an organization read token).');
+    other.firstChild.addEventListener('click', (ev) => { ev.preventDefault(); clearTimeout(timer); location.hash = '#/transcripts' + (q.value.trim() ? '?q=' + enc(q.value.trim()) : ''); });
+    page('Search', form, other, results);
     if (q.value) run(); else results.append(el('p', { class: 'empty', text: 'Type words to search every synced document and README.' }));
     if (state.navigated) q.focus();
   }
@@ -506,17 +508,32 @@
       const d = (await api('/api/agent-sessions/sessions?limit=50', { org: true })).data;
       clear(box);
       if (!d.sessions.length) { box.append(el('p', { class: 'empty', text: `No sessions for ${d.org} yet: they appear once desktop clients sync.` })); return; }
-      box.append(el('p', { class: 'count', text: `Organization ${d.org}, newest first.` }),
+      const find = el('form', { role: 'search', class: 'search', 'aria-label': 'Transcripts' },
+        el('div', { class: 'field grow' }, el('label', { for: 'ss-q', text: 'Search transcripts' }), el('input', { id: 'ss-q', type: 'search', name: 'q', autocomplete: 'off' })),
+        el('button', { type: 'submit', text: 'Search' }));
+      find.addEventListener('submit', (ev) => { ev.preventDefault(); const v = find.querySelector('input').value.trim(); location.hash = '#/transcripts' + (v ? '?q=' + enc(v) : ''); });
+      box.append(find, el('p', { class: 'count', text: `Organization ${d.org}, newest first.` }),
         wrapTable('Sessions', el('table', {}, el('caption', { text: 'Sessions' }),
           el('thead', {}, el('tr', {}, ['Session', 'Started', 'Agent', 'Model', 'Repository', 'Branch', 'Status', 'Events', 'Tokens in / out', 'Cost'].map((h) => el('th', { scope: 'col', text: h })))),
           tbody)), more);
       addSessions(tbody, d.sessions);
+      showRetention(find);
       pager(more, d.nextCursor, 'More sessions', async (cursor) => {
         const d2 = (await api('/api/agent-sessions/sessions?limit=50&cursor=' + enc(cursor), { org: true })).data;
         addSessions(tbody, d2.sessions);
         return d2.nextCursor;
       });
     }, true);
+  }
+  // What the organization's transcript archive keeps, after `before` (issue 34 point 5).
+  async function showRetention(before) {
+    let k;
+    try { k = (await api('/api/agent-sessions/transcripts/retention', { org: true })).data; } catch (_) { return; }
+    const mb = (n) => (Number(n) / 1e6).toLocaleString('en-US', { maximumFractionDigits: 1 }) + ' MB';
+    const expiry = !k.oldestSegmentAt ? 'nothing archived yet'
+      : k.retentionDays ? `the oldest segment (${k.oldestSegmentAt.slice(0, 10)}) expires ${k.oldestExpiresAt.slice(0, 10)} under a ${k.retentionDays}-day retention`
+        : `the oldest segment (${k.oldestSegmentAt.slice(0, 10)}) is kept until a retention is set`;
+    before.after(el('p', { class: 'retention note', id: 'ss-retention', text: `Transcript archive: ${num(k.sessions)} sessions, ${num(k.files)} files, ${mb(k.compressedBytes)} stored (${mb(k.decodedBytes)} decoded); ${expiry}.` }));
   }
   function addSessions(tbody, sessions) {
     for (const s of sessions) {
@@ -533,14 +550,21 @@
         el('td', { class: 'num', text: s.costUsd === null || s.costUsd === undefined ? '–' : '$' + Number(s.costUsd).toFixed(2) })));
     }
   }
-  async function renderSession(id, target) {
+  async function renderSession(id, target, params) {
+    const at = params && params.get('at');
+    const atFile = params && params.get('file');
     const box = el('div');
-    page('Session ' + id, el('p', {}, el('a', { href: '#/sessions', text: '← All sessions' })), box);
+    const h1 = page('Session ' + id, el('p', {}, el('a', { href: '#/sessions', text: '← All sessions' })), box);
     if (!target) { box.append(el('p', { class: 'error', role: 'alert', text: 'This address lacks the session\'s computer (target=…). Open the session from the Sessions list.' })); return; }
     const q = 'computeTargetId=' + enc(target) + '&sessionId=' + enc(id);
     await loading(box, 'the transcript', async () => {
-      const files = (await api('/api/agent-sessions/transcripts?' + q, { org: true })).data.files;
+      const [meta, listing] = await Promise.all([
+        api('/api/agent-sessions/sessions?limit=1&' + q, { org: true }).then((r) => r.data.sessions[0] || null),
+        api('/api/agent-sessions/transcripts?' + q, { org: true })]);
+      const files = listing.data.files;
       clear(box);
+      if (meta && meta.title) { h1.textContent = meta.title; document.title = meta.title + ' · syncplane'; }
+      box.append(sessionFacts(id, target, meta, files));
       if (!files.length) { box.append(el('p', { class: 'empty', text: 'This session has no transcript in the archive.' })); return; }
       for (const f of files) {
         const sec = el('section', { class: 'transcript', 'aria-label': 'Transcript ' + f.fileId });
@@ -553,9 +577,39 @@
           for (const line of d.lines) list.append(turn(line));
           return d.nextCursor || null;
         };
-        pager(more, await lines(null), 'More turns', lines);
+        // A link to a line (from a search hit) opens the file there, that turn marked and in view.
+        const here = at && atFile === f.fileId;
+        if (here) sec.insertBefore(el('p', { class: 'note' }, `From line ${params.get('line') || ''}. `, el('a', { href: '#/sessions/' + enc(id) + '?target=' + enc(target), text: 'From the start' })), list);
+        pager(more, await lines(here ? at : null), 'More turns', lines);
+        if (here && list.firstChild) {
+          list.firstChild.classList.add('target');
+          list.firstChild.setAttribute('tabindex', '-1');
+          list.firstChild.scrollIntoView({ block: 'start' });
+        }
       }
     }, true);
+  }
+  // What the metadata lane knows of a session, beside its transcript files.
+  function sessionFacts(id, target, s, files) {
+    const tokens = s && (s.inputTokens !== null || s.outputTokens !== null) ? `${num(s.inputTokens)} in / ${num(s.outputTokens)} out` : '–';
+    return el('dl', { class: 'facts' },
+      fact('Session', id), fact('Computer', target),
+      fact('Agent', (s && s.agent) || '–'), fact('Model', (s && s.model) || '–'),
+      fact('Repository', (s && s.repository) || '–'), fact('Branch', (s && s.branch) || '–'),
+      fact('Started', when(s && s.startedAt)), fact('Ended', s && s.endedAt ? when(s.endedAt) : '–'),
+      fact('Tokens', tokens), fact('Cost', s && s.costUsd !== null && s.costUsd !== undefined ? '$' + Number(s.costUsd).toFixed(2) : '–'),
+      fact('Transcript files', files.map((f) => f.fileId).join(', ') || 'none'));
+  }
+  // Text with the client's redaction placeholders ([REDACTED:rule]) shown as such.
+  function redacted(text) {
+    const out = [];
+    let last = 0;
+    for (const m of String(text).matchAll(/\[REDACTED:[a-z0-9-]+\]/g)) {
+      out.push(text.slice(last, m.index), el('span', { class: 'redacted', title: 'Removed on the device before upload', text: m[0] }));
+      last = m.index + m[0].length;
+    }
+    out.push(String(text).slice(last));
+    return out;
   }
   // One JSON line as a turn: its role, its text, tool calls and results collapsed.
   function turn(line) {
@@ -569,16 +623,87 @@
     const li = el('li', { class: 'turn role-' + role.replace(/[^a-z_-]/gi, '') }, el('p', { class: 'role', text: role }));
     if (!parts.length) li.append(el('details', {}, el('summary', { text: 'Event details' }), el('pre', { text: JSON.stringify(v, null, 2) })));
     for (const p of parts) {
-      if (typeof p === 'string') li.append(el('p', { class: 'text', text: p }));
-      else if (p && p.type === 'text') li.append(el('p', { class: 'text', text: String(p.text || '') }));
+      if (typeof p === 'string') li.append(el('p', { class: 'text' }, redacted(p)));
+      else if (p && p.type === 'text') li.append(el('p', { class: 'text' }, redacted(String(p.text || ''))));
       else if (p && p.type === 'tool_use') li.append(el('details', { class: 'tool' }, el('summary', { text: 'Tool call: ' + (p.name || 'tool') }), el('pre', { text: JSON.stringify(p.input ?? p, null, 2) })));
       else if (p && p.type === 'tool_result') {
         const c = Array.isArray(p.content) ? p.content.map((x) => (x && x.text) || JSON.stringify(x)).join('\n') : typeof p.content === 'string' ? p.content : JSON.stringify(p.content);
-        li.append(el('details', { class: 'tool' }, el('summary', { text: 'Tool result' + (p.is_error ? ' (error)' : '') }), el('pre', { text: c })));
+        li.append(el('details', { class: 'tool' }, el('summary', { text: 'Tool result' + (p.is_error ? ' (error)' : '') }), el('pre', {}, redacted(c))));
       } else if (p && p.type === 'thinking') li.append(el('details', { class: 'tool' }, el('summary', { text: 'Thinking' }), el('pre', { text: String(p.thinking || '') })));
       else li.append(el('details', { class: 'tool' }, el('summary', { text: (p && p.type) || 'Part' }), el('pre', { text: JSON.stringify(p, null, 2) })));
     }
     return li;
+  }
+
+  // ---- Transcript search (issue 34) ------------------------------------------------------------
+  // The query and filters live in the URL (#/transcripts?q=&target=&role=&tool=&since=&until=), so
+  // a result can be shared; each hit links to its line in the session page.
+  const TS_FILTERS = ['target', 'role', 'tool', 'since', 'until'];
+  function renderTranscriptSearch(params) {
+    const field = (id, label, input) => el('div', { class: 'field' }, el('label', { for: id, text: label }), input);
+    const q = el('input', { id: 'ts-q', type: 'search', name: 'q', value: params.get('q') || '', autocomplete: 'off', 'aria-describedby': 'ts-q-help' });
+    const target = el('input', { id: 'ts-target', name: 'target', value: params.get('target') || '', placeholder: 'laptop-1', autocomplete: 'off' });
+    const role = el('select', { id: 'ts-role', name: 'role' }, ['', 'user', 'assistant', 'tool'].map((r) => el('option', { value: r, text: r || 'any' })));
+    role.value = params.get('role') || '';
+    const tool = el('input', { id: 'ts-tool', name: 'tool', value: params.get('tool') || '', placeholder: 'Bash', autocomplete: 'off' });
+    const since = el('input', { id: 'ts-since', name: 'since', type: 'date', value: params.get('since') || '' });
+    const until = el('input', { id: 'ts-until', name: 'until', type: 'date', value: params.get('until') || '' });
+    const results = el('div', { id: 'ts-results', 'aria-live': 'polite' });
+    const form = el('form', { role: 'search', class: 'search', 'aria-label': 'Transcripts' },
+      el('div', { class: 'field grow' }, el('label', { for: 'ts-q', text: 'Search transcripts' }), q,
+        el('p', { id: 'ts-q-help', class: 'help', text: 'Words, "a phrase", -exclude, or, and exact code tokens (ECONNREFUSED, src/main.rs, --flag).' })),
+      field('ts-target', 'Computer', target), field('ts-role', 'Role', role), field('ts-tool', 'Tool', tool),
+      field('ts-since', 'From', since), field('ts-until', 'Before', until),
+      el('button', { type: 'submit', text: 'Search' }));
+    const inputs = { q, target, role, tool, since, until };
+    form.addEventListener('submit', (ev) => {
+      ev.preventDefault();
+      const p = new URLSearchParams();
+      for (const [k, input] of Object.entries(inputs)) if (input.value.trim()) p.set(k, input.value.trim());
+      const next = '#/transcripts' + (p.toString() ? '?' + p : '');
+      if (location.hash === next) transcriptSearch(results, p); else location.hash = next;
+    });
+    page('Transcripts', el('p', {}, el('a', { href: '#/sessions', text: '← All sessions' })), form, results);
+    if (q.value) transcriptSearch(results, params);
+    else results.append(el('p', { class: 'empty', text: 'Type words to search every session transcript of your organization.' }));
+    if (state.navigated) q.focus();
+  }
+  async function transcriptSearch(box, params) {
+    const p = new URLSearchParams({ q: params.get('q') || '', limit: '20' });
+    const names = { target: 'computeTargetId', role: 'role', tool: 'tool' };
+    for (const k of TS_FILTERS) {
+      const v = params.get(k);
+      if (!v) continue;
+      if (k === 'since' || k === 'until') p.set(k, v + 'T00:00:00Z'); else p.set(names[k], v);
+    }
+    const list = el('ol', { class: 'hits' });
+    const more = el('div', { class: 'more' });
+    await loading(box, 'the results', async () => {
+      const d = (await api('/api/agent-sessions/transcripts/search?' + p, { org: true })).data;
+      clear(box);
+      if (!d.hits.length) { box.append(el('p', { class: 'empty', text: `No transcript line matches “${p.get('q')}”. Try other words, or clear the filters.` })); return; }
+      box.append(list, more);
+      addTranscriptHits(list, d.hits);
+      pager(more, d.nextCursor, 'More results', async (cursor) => {
+        const p2 = new URLSearchParams(p); p2.set('cursor', cursor);
+        const d2 = (await api('/api/agent-sessions/transcripts/search?' + p2, { org: true })).data;
+        addTranscriptHits(list, d2.hits);
+        return d2.nextCursor;
+      });
+    }, true);
+  }
+  function addTranscriptHits(list, hits) {
+    for (const h of hits) {
+      const s = h.session;
+      const href = '#/sessions/' + enc(s.sessionId) + '?target=' + enc(s.computeTargetId) + '&file=' + enc(h.fileId) + '&at=' + enc(h.linesCursor) + '&line=' + enc(h.line);
+      const snippet = el('p', { class: 'snippet' });
+      snippet.innerHTML = h.snippet; // escaped by the API, matches in <mark> (openapi TranscriptSearchHit.snippet)
+      list.append(el('li', { class: 'hit' },
+        el('h2', { class: 'hit-title' }, el('a', { href, text: s.title || s.sessionId })),
+        el('p', { class: 'meta' }, el('span', { text: s.computeTargetId }), ' · ', when(h.at), ' · ', el('span', { text: 'line ' + h.line }),
+          h.role ? [' · ', el('span', { class: 'role', text: h.role })] : null, h.toolName ? [' · ', el('span', { class: 'tool', text: h.toolName })] : null),
+        snippet));
+    }
   }
 
   // ---- Insights ------------------------------------------------------------------------------
@@ -677,12 +802,13 @@
     const parts = pathPart.split('/').filter(Boolean).map((p) => { try { return decodeURIComponent(p); } catch (_) { return p; } });
     const section = parts[0] || 'search';
     for (const a of document.querySelectorAll('#sp-nav a')) {
-      if (a.dataset.section === (section === 'doc' || section === 'readme' ? 'repos' : section)) a.setAttribute('aria-current', 'page');
+      const current = section === 'doc' || section === 'readme' ? 'repos' : section === 'transcripts' ? 'sessions' : section;
+      if (a.dataset.section === current) a.setAttribute('aria-current', 'page');
       else a.removeAttribute('aria-current');
     }
     if (searchCtl) { searchCtl.abort(); searchCtl = null; }
     if (section === 'signin') { signin(); main.dataset.ready = 'signin'; return; }
-    const org = section === 'sessions' || section === 'insights';
+    const org = section === 'sessions' || section === 'insights' || section === 'transcripts';
     if (!needs(org ? 'org' : 'api')) { main.dataset.ready = 'signin'; return; }
     if (!org && !state.access) {
       try { const r = await api('/api/whoami'); state.access = r.data.access; state.tenant = r.data.tenant; updateChrome(); } catch (e) {
@@ -695,7 +821,8 @@
     else if (section === 'doc' && parts.length >= 4) await renderDoc(parts[1], parts[2], parts.slice(3).join('/'), params.get('at'));
     else if (section === 'readme' && parts.length >= 3) await renderDoc(parts[1], parts[2], null, null);
     else if (section === 'runs') await renderRuns();
-    else if (section === 'sessions' && parts.length >= 2) await renderSession(parts[1], params.get('target'));
+    else if (section === 'sessions' && parts.length >= 2) await renderSession(parts[1], params.get('target'), params);
+    else if (section === 'transcripts') renderTranscriptSearch(params);
     else if (section === 'sessions') await renderSessions();
     else if (section === 'insights') await renderInsights(params);
     else page('Not found', el('p', {}, 'No page here. ', el('a', { href: '#/search', text: 'Go to Search' }), '.'));

@@ -1,7 +1,8 @@
 //! The transcript lane's settings (docs/transcript-wire-contract.md, docs/configuration.md):
 //! where segments are stored (`TRANSCRIPT_BUCKET`, else a directory, `TRANSCRIPT_DATA_DIR`), how
 //! long an upload intent lives (`TRANSCRIPT_UPLOAD_TTL_SECONDS`), the lane's own rate limit
-//! (`TRANSCRIPT_RATE_LIMIT_PER_MINUTE`) and an S3 emulator's address (`AWS_ENDPOINT_URL_S3`).
+//! (`TRANSCRIPT_RATE_LIMIT_PER_MINUTE`), searches per read token
+//! (`TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE`) and an S3 emulator's address (`AWS_ENDPOINT_URL_S3`).
 //! Each error names its variable.
 
 use std::path::PathBuf;
@@ -21,6 +22,8 @@ pub(crate) const DEFAULT_UPLOAD_TTL_SECS: u32 = 300;
 pub(crate) const MAX_UPLOAD_TTL_SECS: u32 = 3_600;
 /// `TRANSCRIPT_RATE_LIMIT_PER_MINUTE` unless set (contract: 600 intents per minute per target).
 pub(crate) const DEFAULT_RATE_LIMIT_PER_MINUTE: u32 = 600;
+/// `TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE` unless set: searches per minute per read token.
+pub(crate) const DEFAULT_SEARCH_RATE_LIMIT_PER_MINUTE: u32 = 120;
 
 /// The transcript lane's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,6 +37,8 @@ pub struct TranscriptSettings {
     pub upload_ttl: Duration,
     /// `TRANSCRIPT_RATE_LIMIT_PER_MINUTE`: intents per minute per compute target.
     pub rate_limit_per_minute: u32,
+    /// `TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE`: searches per minute per read token.
+    pub search_rate_limit_per_minute: u32,
     /// `AWS_ENDPOINT_URL_S3`: an S3 emulator's address (moto); the SDK reads it too.
     pub s3_endpoint: Option<String>,
 }
@@ -45,6 +50,7 @@ impl Default for TranscriptSettings {
             data_dir: PathBuf::from(DEFAULT_DATA_DIR),
             upload_ttl: Duration::from_secs(u64::from(DEFAULT_UPLOAD_TTL_SECS)),
             rate_limit_per_minute: DEFAULT_RATE_LIMIT_PER_MINUTE,
+            search_rate_limit_per_minute: DEFAULT_SEARCH_RATE_LIMIT_PER_MINUTE,
             s3_endpoint: None,
         }
     }
@@ -82,6 +88,10 @@ impl TranscriptSettings {
             None => DEFAULT_RATE_LIMIT_PER_MINUTE,
             Some(v) => parse_count("TRANSCRIPT_RATE_LIMIT_PER_MINUTE", &v, 1_000_000)?,
         };
+        let search_rate_limit_per_minute = match get("TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE") {
+            None => DEFAULT_SEARCH_RATE_LIMIT_PER_MINUTE,
+            Some(v) => parse_count("TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE", &v, 1_000_000)?,
+        };
         let s3_endpoint = get("AWS_ENDPOINT_URL_S3")
             .map(|v| {
                 let v = v.trim().to_owned();
@@ -99,6 +109,7 @@ impl TranscriptSettings {
             data_dir,
             upload_ttl: Duration::from_secs(u64::from(ttl)),
             rate_limit_per_minute,
+            search_rate_limit_per_minute,
             s3_endpoint,
         })
     }
@@ -148,6 +159,7 @@ mod tests {
             ("TRANSCRIPT_UPLOAD_TTL_SECONDS", "0"),
             ("TRANSCRIPT_UPLOAD_TTL_SECONDS", "3601"),
             ("TRANSCRIPT_RATE_LIMIT_PER_MINUTE", "many"),
+            ("TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE", "0"),
             ("AWS_ENDPOINT_URL_S3", "ftp://x"),
         ] {
             let err = settings(&[(var, bad)]).unwrap_err();

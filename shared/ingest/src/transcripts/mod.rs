@@ -45,6 +45,8 @@ pub struct TranscriptsState {
     pub upload_ttl: Duration,
     /// Intents per minute per compute target (`TRANSCRIPT_RATE_LIMIT_PER_MINUTE`).
     pub rate_limit_per_minute: u32,
+    /// Searches per minute per read token (`TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE`).
+    pub search_rate_limit_per_minute: u32,
 }
 
 impl TranscriptsState {
@@ -55,6 +57,7 @@ impl TranscriptsState {
             store: Store::Direct(FsStore { root: root.into() }),
             upload_ttl: defaults.upload_ttl,
             rate_limit_per_minute: defaults.rate_limit_per_minute,
+            search_rate_limit_per_minute: defaults.search_rate_limit_per_minute,
         }
     }
 
@@ -81,6 +84,7 @@ impl TranscriptsState {
             store,
             upload_ttl: settings.upload_ttl,
             rate_limit_per_minute: settings.rate_limit_per_minute,
+            search_rate_limit_per_minute: settings.search_rate_limit_per_minute,
         }
     }
 }
@@ -103,6 +107,8 @@ enum Route {
     Files,
     Segment,
     Lines,
+    Search,
+    Retention,
     Unknown,
 }
 
@@ -116,6 +122,8 @@ impl Route {
             path::FILES => Self::Files,
             path::SEGMENT => Self::Segment,
             path::LINES => Self::Lines,
+            path::SEARCH => Self::Search,
+            path::RETENTION => Self::Retention,
             _ => {
                 let under = path.strip_prefix(path::FILES)?;
                 if !under.starts_with('/') {
@@ -138,7 +146,12 @@ impl Route {
     /// The one method the route takes, and its `Allow`.
     fn method(self) -> Option<(Method, &'static str)> {
         match self {
-            Self::State | Self::Files | Self::Segment | Self::Lines => Some((Method::GET, "GET")),
+            Self::State
+            | Self::Files
+            | Self::Segment
+            | Self::Lines
+            | Self::Search
+            | Self::Retention => Some((Method::GET, "GET")),
             Self::Intent | Self::Complete => Some((Method::POST, "POST")),
             Self::Upload => Some((Method::PUT, "PUT")),
             Self::Unknown => None,
@@ -154,6 +167,8 @@ impl Route {
             Self::Files => "files",
             Self::Segment => "segment",
             Self::Lines => "lines",
+            Self::Search => "search",
+            Self::Retention => "retention",
             Self::Unknown => "unknown",
         }
     }
@@ -236,6 +251,10 @@ async fn dispatch(
         Route::Lines => read::lines(lane, req)
             .await
             .map(|(s, v)| Answer::Json(s, v)),
+        Route::Search => read::search(lane, req)
+            .await
+            .map(|(s, v)| Answer::Json(s, v)),
+        Route::Retention => read::retention(lane, req).await.map(ok),
         Route::Unknown => Err(IngestError::NotFound),
     }
 }

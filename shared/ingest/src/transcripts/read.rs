@@ -1,5 +1,6 @@
 //! Reading the archive (docs/transcript-wire-contract.md "Reading"), with a read token scoped to
-//! one org: a session's files and segments, one segment's bytes (direct mode), a file's lines.
+//! one org: a session's files and segments, one segment's bytes (direct mode), a file's lines,
+//! and a search over every line of the org's archive ([`search`]).
 //! Spec: "that archive is what the web renders turn and tool detail from"; issue 20: large
 //! transcripts never stream through Lambda (the listing hands out presigned GETs in AWS), and
 //! another organization's session is 404.
@@ -10,6 +11,7 @@
 mod access;
 mod listing;
 mod page;
+mod search;
 
 use http::StatusCode;
 use lambda_http::{Body, Request, Response};
@@ -36,6 +38,31 @@ pub async fn segment(lane: Lane<'_>, req: &Request) -> Result<Response<Body>, In
 /// `GET /api/agent-sessions/transcripts/lines`: a file's decompressed lines, paged.
 pub async fn lines(lane: Lane<'_>, req: &Request) -> Result<(StatusCode, Value), IngestError> {
     lines_in(&reading(lane)?, req).await
+}
+
+/// `GET /api/agent-sessions/transcripts/search`: the org's lines that match a query.
+pub async fn search(lane: Lane<'_>, req: &Request) -> Result<(StatusCode, Value), IngestError> {
+    search::search(
+        lane.pool,
+        lane.transcripts.search_rate_limit_per_minute,
+        req,
+    )
+    .await
+}
+
+/// `GET /api/agent-sessions/transcripts/retention`: what the org's archive keeps (sessions, files,
+/// segments, bytes stored and decoded, indexed lines) and when its oldest segment expires.
+pub async fn retention(lane: Lane<'_>, req: &Request) -> Result<Value, IngestError> {
+    let reader = tokens::authenticate_reader(lane.pool, req.headers()).await?;
+    Params::parse(req, &[])?;
+    let kept = syncplane_archive::usage::kept(lane.pool, Some(reader.org_id))
+        .await
+        .map_err(crate::error::db_failure("transcript retention"))?;
+    let kept = kept.into_iter().next().ok_or(IngestError::NotFound)?;
+    serde_json::to_value(kept).map_err(|e| {
+        tracing::error!(error = %e, "retention answer not serialized");
+        IngestError::IngestionFailed
+    })
 }
 
 /// [`files`] on the archive `r`.

@@ -10,14 +10,26 @@
 //! [`TranscriptArchive`]: the worker function with `TRANSCRIPT_BUCKET` (the S3 store), the inline
 //! runner of `syncplane serve` (the store its ingest uses). Any other tenant, or a process with no
 //! archive, has nothing to expire: the job is `Ignored` with the reason.
+//!
+//! Each run reports what each org's archive keeps (issue 34 point 5: `TranscriptBytesStored`,
+//! `TranscriptBytesDecoded`, `TranscriptSegmentsKept` by `Org`; [`usage::kept`]).
+//!
+//! It also indexes what the search index has not taken yet (issue 34; up to
+//! [`LEFTOVER_SEGMENTS`]): a segment whose S3 notification was lost is searchable within the hour.
 
 use chrono::{DateTime, Utc};
 
 use crate::jobs::{JobError, JobOutcome};
 use crate::tenants::Tenants;
 use syncplane_archive::retention::{self, Expired, RetentionError};
+use syncplane_archive::search::index;
 use syncplane_archive::store::Store;
+use syncplane_archive::usage;
 use syncplane_core::config::{Config, TenantId};
+use syncplane_core::metrics::{Record, Unit};
+
+/// Queued segments one run indexes at most.
+pub const LEFTOVER_SEGMENTS: u64 = 2_000;
 
 /// The transcript archive as a job runner knows it: the tenant whose database records it, and
 /// the store holding its objects.
@@ -75,6 +87,19 @@ pub async fn expire(
         });
     };
     let done = retention::expire(&db.pool, &archive.store, now, retention::DEFAULT_BATCH).await?;
+    // What the search index has not taken yet (a lost S3 notification): indexed here.
+    match index::drain(&db.pool, &archive.store, LEFTOVER_SEGMENTS).await {
+        Ok(d) if d.segments > 0 => {
+            tracing::info!(
+                tenant,
+                segments = d.segments,
+                "leftover transcript segments indexed"
+            );
+        }
+        Ok(_) => {}
+        Err(e) => tracing::warn!(tenant, error = %e, "transcript indexing failed"),
+    }
+    report_kept(&db.pool, tenant).await;
     tracing::info!(
         tenant,
         segments = done.segments,
@@ -84,4 +109,38 @@ pub async fn expire(
         "transcripts expired"
     );
     Ok(done.into())
+}
+
+/// The metrics of what each org's archive keeps (orgs with no transcript file are left out).
+async fn report_kept(pool: &sqlx::PgPool, tenant: &str) {
+    let kept = match usage::kept(pool, None).await {
+        Ok(k) => k,
+        Err(e) => {
+            tracing::warn!(tenant, error = %e, "transcript usage not read");
+            return;
+        }
+    };
+    for k in kept.iter().filter(|k| k.files > 0) {
+        let org = [("Org", k.org.as_str())];
+        Record::new(tenant)
+            .metric_by(
+                &org,
+                "TranscriptBytesStored",
+                Unit::Bytes,
+                k.compressed_bytes as f64,
+            )
+            .metric_by(
+                &org,
+                "TranscriptBytesDecoded",
+                Unit::Bytes,
+                k.decoded_bytes as f64,
+            )
+            .metric_by(
+                &org,
+                "TranscriptSegmentsKept",
+                Unit::Count,
+                k.segments as f64,
+            )
+            .emit();
+    }
 }

@@ -14,6 +14,10 @@
 //! - a key no intent names, or an upload that can never complete (expired, not what its intent
 //!   said, overtaken): [`Completion::Dropped`], with a log line.
 //!
+//! After an upload completes, the worker indexes what waits in the search queue (issue 34;
+//! `syncplane_archive::search::index::drain`, up to [`INDEX_PER_EVENT`] segments), so in AWS a
+//! segment is searchable seconds after it is stored.
+//!
 //! Every completion that is not success counts one `TranscriptCompleteFailures` (EMF, by
 //! verdict); template.yaml alarms on it.
 
@@ -25,10 +29,15 @@ use uuid::Uuid;
 
 use crate::tenants::Tenants;
 use syncplane_accounts::gates;
+use syncplane_archive::search::index;
 use syncplane_archive::store::Store;
 use syncplane_archive::store::s3::S3Store;
 use syncplane_archive::{ArchiveError, files};
 use syncplane_core::config::Config;
+
+/// Queued segments the worker indexes after each upload it completes (its own, and others'
+/// waiting).
+const INDEX_PER_EVENT: u64 = 8;
 use syncplane_core::metrics::{Record, Unit, default_tenant};
 
 /// Where transcript segments live in the bucket (docs/transcript-wire-contract.md "Segments").
@@ -100,7 +109,14 @@ impl Uploads for Archive {
                 Err(e) => return Completion::Retry(format!("database: {e}")),
             }
             match files::complete_upload(&self.pool, &self.store, upload_id).await {
-                Ok(_) => Completion::Done,
+                Ok(_) => {
+                    // The segment is queued for search: indexed here, with what else waits
+                    // (a failure leaves it queued for the next notification or the hourly run).
+                    if let Err(e) = index::drain(&self.pool, &self.store, INDEX_PER_EVENT).await {
+                        tracing::warn!(error = %e, "transcript indexing failed");
+                    }
+                    Completion::Done
+                }
                 Err(e @ (ArchiveError::Store(_) | ArchiveError::Db(_))) => {
                     Completion::Retry(e.to_string())
                 }

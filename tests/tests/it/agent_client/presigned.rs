@@ -70,6 +70,7 @@ pub(super) async fn env_on(store: S3Store, ttl: Duration) -> Env {
             store: Store::S3(store.clone()),
             upload_ttl: ttl,
             rate_limit_per_minute: 1_000_000,
+            search_rate_limit_per_minute: 1_000_000,
         },
     })
     .await;

@@ -178,6 +178,53 @@ async fn an_orgs_sessions_list_newest_first_in_pages_and_another_orgs_token_sees
 }
 
 #[tokio::test]
+async fn the_list_narrows_to_one_computer_or_one_session_of_the_readers_org_only() {
+    let (o, acme) = Org::new(false).await;
+    for (i, target) in ["a-1", "b-1", "a-1"].iter().enumerate() {
+        let id = format!("s-{i}");
+        insert(&o.db, acme, &row(target, &id, "opus", None, i as i32, None)).await;
+    }
+    let ids = |r: &Reply| -> Vec<String> {
+        r.data()["sessions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["sessionId"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let r = o
+        .get("/api/agent-sessions/sessions?computeTargetId=a-1", &o.token)
+        .await;
+    assert_eq!(ids(&r), ["s-0", "s-2"]);
+    let r = o
+        .get(
+            "/api/agent-sessions/sessions?computeTargetId=b-1&sessionId=s-1",
+            &o.token,
+        )
+        .await;
+    assert_eq!(ids(&r), ["s-1"]);
+    let r = o
+        .get(
+            "/api/agent-sessions/sessions?computeTargetId=g-1&sessionId=globex-secret",
+            &o.token,
+        )
+        .await;
+    assert_eq!(
+        ids(&r),
+        Vec::<String>::new(),
+        "another org's session is not found by naming it"
+    );
+    let long = "x".repeat(201);
+    let r = o
+        .get(
+            &format!("/api/agent-sessions/sessions?sessionId={long}"),
+            &o.token,
+        )
+        .await;
+    assert_eq!((r.status, r.code()), (400, Some("invalid_session_id")));
+}
+
+#[tokio::test]
 async fn the_sessions_routes_refuse_a_missing_or_device_token_a_bad_limit_and_a_forged_cursor() {
     let (o, _) = Org::new(false).await;
     for token in ["", "spr_0000", "not-a-read-token"] {

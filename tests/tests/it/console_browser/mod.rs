@@ -12,6 +12,7 @@ mod accessibility;
 mod documents;
 mod sessions;
 mod signin;
+mod transcripts;
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -314,11 +315,19 @@ async fn seed_org(w: &World, store: &std::path::Path) -> String {
         .token
 }
 
+/// The turn whose prompt is [`HOSTILE_PROMPT`].
+pub const HOSTILE_TURN: usize = 3;
+/// Markup, a `javascript:` link and bidi controls in a prompt: shown as text, never obeyed.
+pub const HOSTILE_PROMPT: &str = "Turn 3: hostile deploy <script>window.ran=1</script> [x](javascript:window.ran=1) <a href=\"javascript:window.ran=1\">go</a> token [REDACTED:github-token] \u{202E}gnp.exe";
+
 /// One transcript line per turn: user text, assistant text with a tool call, tool results.
 pub fn transcript() -> Vec<u8> {
     let mut out = Vec::new();
     for i in 0..TURNS {
         let line = match i % 3 {
+            0 if i == HOSTILE_TURN => {
+                json!({"type": "user", "message": {"role": "user", "content": HOSTILE_PROMPT}})
+            }
             0 => {
                 json!({"type": "user", "message": {"role": "user", "content": format!("Turn {i}: please deploy <b>now</b>")}})
             }
@@ -382,4 +391,20 @@ async fn archive_transcript(w: &World, store: &std::path::Path, org: i64) {
     .execute(&w.db.pool)
     .await
     .unwrap();
+    // Queued as a recording queues it, then indexed for search.
+    sqlx::query(
+        "INSERT INTO transcript_index_queue (file_row, generation, segment_offset, first_line)
+         VALUES ($1, 1, 0, 1)",
+    )
+    .bind(file_row)
+    .execute(&w.db.pool)
+    .await
+    .unwrap();
+    let store = shared::archive::store::Store::Direct(shared::archive::store::fs::FsStore {
+        root: store.to_path_buf(),
+    });
+    let done = shared::archive::search::index::drain(&w.db.pool, &store, 10)
+        .await
+        .unwrap();
+    assert_eq!(done.segments, 1);
 }

@@ -26,7 +26,13 @@ async fn an_orgs_sessions_list_newest_first_and_a_transcript_renders_turn_by_tur
         .await;
     b.wait_js("document.querySelectorAll('main .turn').length === 100")
         .await;
-    assert!(b.text("main h1").await.contains(SESSION));
+    // The session's title heads its page; its facts name it, its computer and its files.
+    assert!(b.text("main h1").await.contains("Fix the deploy script"));
+    let facts = b.text("main dl.facts").await;
+    assert!(
+        facts.contains(SESSION) && facts.contains("main.jsonl"),
+        "{facts}"
+    );
     // Tool calls and results are collapsed; the text of each turn is shown.
     let tools = count(&b, "main .turn details.tool").await;
     assert!(tools >= 60, "{tools}");

@@ -7,6 +7,8 @@ mod faults;
 mod position;
 mod refusals;
 mod retention;
+mod search;
 mod serve;
 mod support;
 mod upload;
+mod usage;

@@ -92,6 +92,18 @@ impl Params {
         })
     }
 
+    /// An optional identifier of 1 to `max_chars` characters (no NUL), refused with `refusal`.
+    pub fn bounded(
+        &self,
+        name: &str,
+        max_chars: usize,
+        refusal: Refusal,
+    ) -> Result<Option<&str>, IngestError> {
+        self.get(name)
+            .map(|v| bounded(v, refusal, name, max_chars))
+            .transpose()
+    }
+
     /// `fileId` (contract "Identity and offsets": a name, never a path).
     pub fn file_id(&self) -> Result<String, IngestError> {
         let id = self.required("fileId")?;

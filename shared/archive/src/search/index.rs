@@ -1,0 +1,386 @@
+//! Indexing recorded segments (migration 0015): each line's searchable text ([`super::extract`])
+//! and code tokens ([`super::tokens`]), prepared off the async runtime ([`prepare`]) and
+//! written with their line numbers ([`write`]).
+//!
+//! The transaction that records a segment ([`crate::files::complete`], whichever path called it)
+//! queues it in `transcript_index_queue` with its first line number; [`drain`] indexes what is
+//! queued, each segment in one transaction that writes its lines and takes it off the queue. So
+//! nothing recorded is left unindexed (a crash leaves it queued), and the complete route does
+//! not wait for the index. Who drains: `syncplane serve` at once (every 250 ms), the worker
+//! after each S3 notification it completes, and the archive's hourly retention job for anything
+//! left over.
+
+use chrono::{DateTime, Utc};
+use sqlx::{PgPool, Postgres, Transaction};
+
+use super::extract::Extractor;
+use super::tokens::code_tokens;
+use crate::segment::{self, Claim};
+use crate::store::{Store, StoreError};
+
+/// Longest text of one row, in bytes: a longer line is several rows (parts), so all of it is
+/// searchable and each part's vector stays far from Postgres's limits.
+pub const MAX_PART_BYTES: usize = 16 * 1024;
+/// Rows per insert statement.
+const ROWS_PER_STATEMENT: usize = 1_000;
+
+/// One row to write.
+#[derive(Debug, Clone)]
+struct Row {
+    segment_line: i32,
+    line: i64,
+    part: i32,
+    role: Option<&'static str>,
+    tool_name: Option<String>,
+    at: Option<DateTime<Utc>>,
+    body: String,
+    codes: String,
+}
+
+/// A segment's rows, ready to write, and its number of lines.
+#[derive(Debug, Clone, Default)]
+pub struct Prepared {
+    rows: Vec<Row>,
+    /// Lines in the segment (rows with no text are not written but are counted).
+    pub lines: i64,
+    /// Bytes of text the rows hold.
+    pub text_bytes: u64,
+}
+
+/// Prepare the rows of a segment's `decoded` lines; line numbers are relative (1 = its first).
+pub fn prepare(decoded: &[u8]) -> Prepared {
+    let mut x = Extractor::default();
+    let mut out = Prepared::default();
+    let mut last_at = None;
+    let body = decoded.strip_suffix(b"\n").unwrap_or(decoded);
+    if decoded.is_empty() {
+        return out;
+    }
+    for (i, line) in body.split(|b| *b == b'\n').enumerate() {
+        out.lines += 1;
+        let e = x.line(line);
+        let at = e.at.or(last_at);
+        last_at = at;
+        if e.text.is_empty() {
+            continue;
+        }
+        for (part, text) in parts(&e.text).enumerate() {
+            out.text_bytes += text.len() as u64;
+            out.rows.push(Row {
+                segment_line: i32::try_from(i).unwrap_or(i32::MAX),
+                line: out.lines,
+                part: i32::try_from(part).unwrap_or(i32::MAX),
+                role: e.role.map(|r| r.as_str()),
+                tool_name: e.tool_name.clone(),
+                at,
+                codes: code_tokens(text).into_iter().collect::<Vec<_>>().join(" "),
+                body: text.to_owned(),
+            });
+        }
+    }
+    out
+}
+
+/// `text` in parts of at most [`MAX_PART_BYTES`], cut at a character boundary (after a newline
+/// or a space where one is near).
+fn parts(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let mut end = rest.len().min(MAX_PART_BYTES);
+        while !rest.is_char_boundary(end) {
+            end -= 1;
+        }
+        if end < rest.len()
+            && let Some(space) = rest[..end].rfind(['\n', ' '])
+            && space > end / 2
+        {
+            end = space + 1;
+        }
+        let (part, tail) = rest.split_at(end);
+        rest = tail;
+        Some(part)
+    })
+}
+
+/// Where a segment's rows go.
+#[derive(Debug, Clone, Copy)]
+pub struct Place<'a> {
+    pub org_id: i64,
+    pub file_row: i64,
+    pub generation: i32,
+    pub segment_offset: i64,
+    pub compute_target_id: &'a str,
+    pub session_id: &'a str,
+    /// The file's lines before this segment in its generation.
+    pub lines_before: i64,
+}
+
+/// Write `prepared` at `place` in `tx`; a line with no time of its own (nor one before it in
+/// the segment) takes the recording's.
+pub async fn write(
+    tx: &mut Transaction<'_, Postgres>,
+    place: &Place<'_>,
+    prepared: &Prepared,
+) -> Result<(), sqlx::Error> {
+    for chunk in prepared.rows.chunks(ROWS_PER_STATEMENT) {
+        sqlx::query(
+            "INSERT INTO transcript_lines (org_id, file_row, generation, segment_offset,
+                    compute_target_id, session_id, segment_line, line_no, part, role, tool_name,
+                    at, body, search_vector)
+             SELECT $1, $2, $3, $4, $5, $6, l.segment_line, $7 + l.line, l.part, l.role,
+                    l.tool_name, coalesce(l.at, now()), l.body,
+                    to_tsvector('english', l.body)
+                        || array_to_tsvector(string_to_array(l.codes, ' '))
+               FROM unnest($8::int[], $9::bigint[], $10::int[], $11::text[], $12::text[],
+                           $13::timestamptz[], $14::text[], $15::text[])
+                    AS l(segment_line, line, part, role, tool_name, at, body, codes)",
+        )
+        .bind(place.org_id)
+        .bind(place.file_row)
+        .bind(place.generation)
+        .bind(place.segment_offset)
+        .bind(place.compute_target_id)
+        .bind(place.session_id)
+        .bind(place.lines_before)
+        .bind(chunk.iter().map(|r| r.segment_line).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|r| r.line).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|r| r.part).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|r| r.role).collect::<Vec<_>>())
+        .bind(
+            chunk
+                .iter()
+                .map(|r| r.tool_name.as_deref())
+                .collect::<Vec<_>>(),
+        )
+        .bind(chunk.iter().map(|r| r.at).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|r| r.codes.as_str()).collect::<Vec<_>>())
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(())
+}
+
+/// What a [`drain`] did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Drained {
+    /// Segments indexed (or dropped: of an older generation, or unreadable).
+    pub segments: u64,
+    /// Lines and bytes of text written.
+    pub lines: u64,
+    pub text_bytes: u64,
+}
+
+/// Why a drain stopped early (what is queued stays queued).
+#[derive(Debug, thiserror::Error)]
+pub enum DrainError {
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+struct Queued {
+    file_row: i64,
+    generation: i32,
+    segment_offset: i64,
+    first_line: i64,
+    object_key: String,
+    compressed_bytes: i64,
+    decoded_bytes: i64,
+    source_bytes: i64,
+    sha256: Vec<u8>,
+    org_id: i64,
+    compute_target_id: String,
+    session_id: String,
+    current_generation: i32,
+}
+syncplane_core::from_row!(Queued {
+    file_row,
+    generation,
+    segment_offset,
+    first_line,
+    object_key,
+    compressed_bytes,
+    decoded_bytes,
+    source_bytes,
+    sha256,
+    org_id,
+    compute_target_id,
+    session_id,
+    current_generation
+});
+
+/// Index up to `max_segments` queued segments, oldest first; concurrent drains take different
+/// segments (`SKIP LOCKED`).
+pub async fn drain(pool: &PgPool, store: &Store, max_segments: u64) -> Result<Drained, DrainError> {
+    let mut done = Drained::default();
+    while done.segments < max_segments {
+        let mut tx = pool.begin().await?;
+        let Some(q) = next_queued(&mut tx).await? else {
+            break;
+        };
+        if q.generation == q.current_generation {
+            let prepared = read_and_prepare(store, &q).await?;
+            let place = Place {
+                org_id: q.org_id,
+                file_row: q.file_row,
+                generation: q.generation,
+                segment_offset: q.segment_offset,
+                compute_target_id: &q.compute_target_id,
+                session_id: &q.session_id,
+                lines_before: q.first_line - 1,
+            };
+            write(&mut tx, &place, &prepared).await?;
+            done.lines += prepared.rows.len() as u64;
+            done.text_bytes += prepared.text_bytes;
+        }
+        sqlx::query(
+            "DELETE FROM transcript_index_queue
+              WHERE file_row = $1 AND generation = $2 AND segment_offset = $3",
+        )
+        .bind(q.file_row)
+        .bind(q.generation)
+        .bind(q.segment_offset)
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        done.segments += 1;
+    }
+    Ok(done)
+}
+
+async fn next_queued(tx: &mut Transaction<'_, Postgres>) -> Result<Option<Queued>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT q.file_row, q.generation, q.segment_offset, q.first_line, s.object_key,
+                s.compressed_bytes, s.decoded_bytes, s.source_bytes, s.sha256, f.org_id,
+                f.compute_target_id, f.session_id, f.generation AS current_generation
+           FROM transcript_index_queue q
+           JOIN transcript_segments s
+             ON s.file_row = q.file_row AND s.generation = q.generation
+            AND s.start_offset = q.segment_offset
+           JOIN transcript_files f ON f.id = q.file_row
+          ORDER BY q.queued_at, q.file_row, q.segment_offset
+          LIMIT 1
+            FOR UPDATE OF q SKIP LOCKED",
+    )
+    .fetch_optional(&mut **tx)
+    .await
+}
+
+/// The segment's object, verified again (bounded) and prepared; an object that is gone or no
+/// longer what was recorded is indexed as nothing (logged), so it does not block the queue.
+async fn read_and_prepare(store: &Store, q: &Queued) -> Result<Prepared, DrainError> {
+    let as_u64 = |n: i64| u64::try_from(n).unwrap_or(0);
+    let Some(bytes) = store.get(&q.object_key, as_u64(q.compressed_bytes)).await? else {
+        tracing::warn!(key = %q.object_key, "queued segment missing from the store: not indexed");
+        return Ok(Prepared::default());
+    };
+    let claim = Claim {
+        source_bytes: as_u64(q.source_bytes),
+        decoded_bytes: as_u64(q.decoded_bytes),
+        compressed_bytes: as_u64(q.compressed_bytes),
+        sha256: q.sha256.clone().try_into().unwrap_or([0; 32]),
+    };
+    let verdict = tokio::task::spawn_blocking(move || {
+        segment::verify_decoded(&bytes, &claim).map(|d| prepare(&d))
+    })
+    .await
+    .map_err(|e| StoreError::Unavailable(format!("index task failed: {e}")))?;
+    Ok(verdict.unwrap_or_else(|m| {
+        tracing::warn!(key = %q.object_key, problem = %m, "queued segment unreadable: not indexed");
+        Prepared::default()
+    }))
+}
+
+/// Queue a segment just recorded (in the recording transaction), its first line `first_line`.
+pub async fn enqueue(
+    tx: &mut Transaction<'_, Postgres>,
+    file_row: i64,
+    generation: i32,
+    segment_offset: i64,
+    first_line: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO transcript_index_queue (file_row, generation, segment_offset, first_line)
+         VALUES ($1, $2, $3, $4)",
+    )
+    .bind(file_row)
+    .bind(generation)
+    .bind(segment_offset)
+    .bind(first_line)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+/// A new generation of `file_row` recorded: the lines of the others (and their queued segments)
+/// are no longer the file's.
+pub async fn forget_other_generations(
+    tx: &mut Transaction<'_, Postgres>,
+    file_row: i64,
+    generation: i32,
+) -> Result<(), sqlx::Error> {
+    for statement in [
+        "DELETE FROM transcript_lines WHERE file_row = $1 AND generation <> $2",
+        "DELETE FROM transcript_index_queue WHERE file_row = $1 AND generation <> $2",
+    ] {
+        sqlx::query(statement)
+            .bind(file_row)
+            .bind(generation)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(())
+}
+
+/// Lines in a segment's decoded bytes (each ends with `\n`; a last line without one counts).
+pub fn count_lines(decoded: &[u8]) -> i64 {
+    let newlines = decoded.iter().filter(|b| **b == b'\n').count();
+    let unterminated = usize::from(decoded.last().is_some_and(|b| *b != b'\n'));
+    i64::try_from(newlines + unterminated).unwrap_or(i64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_line_is_counted_and_a_long_one_is_written_in_parts() {
+        let long = "word ".repeat(MAX_PART_BYTES / 2);
+        let text = format!(
+            "{{\"type\":\"user\",\"message\":{{\"role\":\"user\",\"content\":\"hello\"}}}}\n{{}}\n{}\n",
+            serde_json::json!({"type":"user","message":{"role":"user","content": long}})
+        );
+        let p = prepare(text.as_bytes());
+        assert_eq!(p.lines, 3);
+        assert_eq!(count_lines(text.as_bytes()), 3);
+        assert_eq!(count_lines(b"a\nb"), 2);
+        assert_eq!(count_lines(b""), 0);
+        let third: Vec<&Row> = p.rows.iter().filter(|r| r.line == 3).collect();
+        assert_eq!(
+            third.len(),
+            3,
+            "{} bytes in parts of {MAX_PART_BYTES}",
+            long.len()
+        );
+        assert!(third.iter().all(|r| r.body.len() <= MAX_PART_BYTES));
+        let joined: String = third.iter().map(|r| r.body.as_str()).collect();
+        assert!(joined == long.trim(), "the parts are the whole text");
+        assert!(
+            p.rows.iter().all(|r| r.line != 2),
+            "a line with no text has no row"
+        );
+    }
+
+    #[test]
+    fn parts_cut_at_a_character_boundary() {
+        let text = "é".repeat(MAX_PART_BYTES);
+        let all: Vec<&str> = parts(&text).collect();
+        assert!(all.len() >= 2);
+        assert_eq!(all.concat(), text);
+    }
+}

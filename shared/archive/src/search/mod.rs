@@ -1,0 +1,20 @@
+//! Search over the archive (issue 34; docs/transcript-search.md): every recorded segment's lines
+//! indexed in Postgres when the segment is recorded ([`index`], called by
+//! [`crate::files::complete`] in the recording transaction), and found per org ([`find`]) with
+//! the document search's query language plus exact code tokens ([`query`], [`tokens`]), with
+//! escaped, marked snippets ([`snippet`]).
+//!
+//! What is searchable is what the archive holds: the redacted bytes the client uploaded, of the
+//! current generation (a new generation deletes the old one's lines), until retention deletes
+//! the segment (its lines go with it: migration 0015's foreign key).
+
+pub mod extract;
+pub mod find;
+pub mod index;
+pub mod query;
+pub mod snippet;
+pub mod tokens;
+
+pub use extract::Role;
+pub use find::{Filters, Hit, Page, Search, find};
+pub use query::{Query, QueryError, parse};

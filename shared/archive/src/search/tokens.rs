@@ -1,0 +1,212 @@
+//! Code tokens: the words of a transcript that a prose dictionary would stem or split, kept as
+//! exact lexemes (lower-cased) beside the English vector. One rule decides, for the indexer and
+//! for a query's terms alike ([`is_code_token`]): a token is code when it holds `_`, `/`, `.`,
+//! `:` or `\` inside it, starts with `-` or `--` followed by a letter (a flag), mixes letters and
+//! digits, or has a capital after its first letter (`ECONNREFUSED`, `HashMap`).
+//!
+//! A path is indexed whole and by each of its `/` suffixes (`/home/u/app/src/main.rs` is found
+//! by `src/main.rs` and by `main.rs`), and a token with `:` by its parts (`src/main.rs:12:5` by
+//! `src/main.rs`).
+
+use std::collections::BTreeSet;
+
+/// Longest code token kept, in bytes (a longer run is a blob: base64, a minified line).
+pub const MAX_CODE_TOKEN_BYTES: usize = 120;
+/// Most code tokens one row keeps.
+pub const MAX_CODE_TOKENS_PER_ROW: usize = 2_000;
+/// Most `/` suffixes one path adds.
+const MAX_PATH_SUFFIXES: usize = 6;
+
+/// Characters that end a token in running text (whitespace, quotes, brackets, separators).
+pub fn is_boundary(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\''
+                | '`'
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '<'
+                | '>'
+                | ','
+                | ';'
+                | '='
+                | '|'
+                | '&'
+                | '*'
+                | '!'
+                | '?'
+                | '#'
+                | '$'
+                | '%'
+                | '^'
+                | '~'
+                | '+'
+                | '@'
+        )
+}
+
+/// The token with what usually trails or leads it in prose taken off (`main.rs.` → `main.rs`).
+pub fn trim_token(t: &str) -> &str {
+    t.trim_start_matches(['.', ':'])
+        .trim_end_matches(['.', ':', '-', '/', '\\'])
+}
+
+/// Whether `t` (already trimmed) is a code token.
+pub fn is_code_token(t: &str) -> bool {
+    if t.len() < 2 || t.len() > MAX_CODE_TOKEN_BYTES || t.contains(is_boundary) {
+        return false;
+    }
+    if let Some(flag) = t.strip_prefix("--").or_else(|| t.strip_prefix('-')) {
+        return flag.starts_with(|c: char| c.is_ascii_alphabetic());
+    }
+    if !t.starts_with(|c: char| c.is_alphanumeric() || matches!(c, '_' | '/' | '.' | '\\')) {
+        return false;
+    }
+    let mut chars = t.chars();
+    chars.next();
+    let inner = chars.as_str();
+    if !t.chars().any(char::is_alphabetic) {
+        return false;
+    }
+    let separated = t.contains(['_', '/', '\\']) || inner.contains(['.', ':']);
+    let mixed = t.chars().any(|c| c.is_ascii_digit());
+    let capital_inside = inner.chars().any(char::is_uppercase)
+        && t.chars().filter(|c| c.is_alphabetic()).count() >= 3;
+    separated || mixed || capital_inside
+}
+
+/// The code lexemes of `text`: each code token lower-cased, with its path suffixes and its
+/// `:` parts; deduplicated, at most [`MAX_CODE_TOKENS_PER_ROW`].
+pub fn code_tokens(text: &str) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for raw in text.split(is_boundary) {
+        if out.len() >= MAX_CODE_TOKENS_PER_ROW {
+            break;
+        }
+        let t = trim_token(raw);
+        if !is_code_token(t) {
+            continue;
+        }
+        add_with_parts(t, &mut out);
+    }
+    out
+}
+
+fn add_with_parts(t: &str, out: &mut BTreeSet<String>) {
+    out.insert(t.to_lowercase());
+    if t.contains(':') && !t.contains("::") {
+        for part in t.split(':').map(trim_token) {
+            if part.len() < t.len() && is_code_token(part) {
+                add_path(part, out);
+            }
+        }
+    }
+    add_path(t, out);
+}
+
+/// `t`'s `/` suffixes that are themselves code tokens.
+fn add_path(t: &str, out: &mut BTreeSet<String>) {
+    out.insert(t.to_lowercase());
+    let mut rest = t;
+    for _ in 0..MAX_PATH_SUFFIXES {
+        let Some(i) = rest.find('/') else { break };
+        rest = &rest[i + 1..];
+        if is_code_token(rest) {
+            out.insert(rest.to_lowercase());
+        }
+    }
+}
+
+/// `t` as one quoted lexeme of a `tsquery` (quotes and backslashes escaped).
+pub fn quoted_lexeme(t: &str) -> String {
+    let mut s = String::with_capacity(t.len() + 2);
+    s.push('\'');
+    for c in t.to_lowercase().chars() {
+        if c == '\'' || c == '\\' {
+            s.push(c);
+        }
+        s.push(c);
+    }
+    s.push('\'');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn code_tokens_are_the_ones_a_dictionary_would_stem_or_split() {
+        for code in [
+            "ECONNREFUSED",
+            "src/main.rs",
+            "snake_case_name",
+            "--flag",
+            "-v2",
+            "HashMap",
+            "sha256",
+            "std::io::Error",
+            "C:\\Users\\x",
+            "main.rs",
+        ] {
+            assert!(is_code_token(code), "{code}");
+        }
+        for prose in [
+            "the",
+            "error",
+            "Connection",
+            "a",
+            "--",
+            "-",
+            "42",
+            "...",
+            "été",
+            "Ünïcode",
+        ] {
+            assert!(!is_code_token(prose), "{prose}");
+        }
+    }
+
+    #[test]
+    fn any_text_is_read_without_a_panic() {
+        for t in [
+            "é_x",
+            "ü/ß",
+            "日本語:x",
+            "\u{0}",
+            "a\u{301}b",
+            "€1",
+            "ÉCONN",
+        ] {
+            let _ = is_code_token(t);
+            let _ = code_tokens(t);
+        }
+        assert!(is_code_token("é_x") && !is_code_token("€1x"));
+    }
+
+    #[test]
+    fn a_path_is_found_by_its_suffixes_and_a_location_by_its_file() {
+        let t = code_tokens("error at /home/ada/app/src/main.rs:12:5, see `snake_case_name`.");
+        for want in [
+            "/home/ada/app/src/main.rs:12:5",
+            "/home/ada/app/src/main.rs",
+            "src/main.rs",
+            "main.rs",
+            "snake_case_name",
+        ] {
+            assert!(t.contains(want), "{want} in {t:?}");
+        }
+        assert!(!t.contains("error"), "prose is the dictionary's");
+    }
+
+    #[test]
+    fn a_lexeme_is_quoted_for_tsquery() {
+        assert_eq!(quoted_lexeme("it's\\x"), "'it''s\\\\x'");
+        assert_eq!(quoted_lexeme("ECONN"), "'econn'");
+    }
+}

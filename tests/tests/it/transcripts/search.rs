@@ -1,0 +1,541 @@
+//! Search over the transcript archive (issue 34; docs/transcript-search.md), through the real
+//! ingest handler: segments recorded through the lane's routes (and through the worker's path)
+//! are queued for the index and, once indexed (by `syncplane serve`'s indexer within a second,
+//! by the worker after the S3 notification), found by words, phrases, exclusions, `or` and exact
+//! code tokens; filters and
+//! keyset pages; the index follows the archive (a new generation, retention); isolation between
+//! orgs and token kinds; bad input answered 400 with a code; a rate limit per read token; and a
+//! secret the client redacted is not findable. Every answer is checked against openapi.json.
+
+use serde_json::{Value, json};
+use shared::accounts::tokens;
+use shared::archive::retention;
+use shared::archive::search::index;
+use shared::ingest::handle;
+use shared::worker::s3_events::{Archive, Completion, Uploads};
+use syncplane_tests::apigw::{Reply, checked_reply, request};
+
+use super::support::{Env, FILE, OTHER_TARGET, SESSION, TARGET, env, segment};
+
+const SEARCH: &str = "/api/agent-sessions/transcripts/search";
+
+/// A Claude Code session as the tool writes it: a prompt, a tool call, its result (a `Read`
+/// listing with line numbers and a failing command's log), the assistant's answer.
+fn session_lines(day: u32) -> String {
+    let t = |h: u32| format!("2026-11-{day:02}T{h:02}:00:00.000Z");
+    [
+        json!({"type": "user", "uuid": "u-1", "sessionId": SESSION, "timestamp": t(9),
+               "message": {"role": "user", "content": "Why does the TLS handshake fail against the staging database?"}}),
+        json!({"type": "assistant", "uuid": "u-2", "timestamp": t(10),
+               "message": {"role": "assistant", "model": "claude-opus-4", "content": [
+                   {"type": "text", "text": "I'll run the integration tests."},
+                   {"type": "tool_use", "id": "toolu_01ABC", "name": "Bash",
+                    "input": {"command": "cargo test --locked -p db_client -- --nocapture"}}]}}),
+        json!({"type": "user", "uuid": "u-3", "timestamp": t(11),
+               "message": {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_01ABC",
+                   "content": "thread 'main' panicked at src/main.rs:12:5:\nError: connect ECONNREFUSED 127.0.0.1:5432\n     1→fn snake_case_name() {}\n<script>alert(1)</script>"}]}}),
+        json!({"type": "assistant", "uuid": "u-4", "timestamp": t(12),
+               "message": {"role": "assistant", "content": [
+                   {"type": "text", "text": "The connection was refused: Postgres is not listening. Start it, then rerun."}]}}),
+    ]
+    .iter()
+    .map(|v| format!("{v}\n"))
+    .collect()
+}
+
+/// A read token for `org`.
+async fn read_token(e: &Env, org: i64) -> String {
+    tokens::issue_read_token(&e.db.pool, org, Some("web"))
+        .await
+        .unwrap()
+        .token
+}
+
+async fn other_org(e: &Env) -> i64 {
+    e.count("SELECT id FROM orgs WHERE name = 'globex'").await
+}
+
+/// `GET /search?{query}` with `token`.
+async fn search_as(e: &Env, token: &str, query: &[(&str, &str)]) -> Reply {
+    let qs: String = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(query)
+        .finish();
+    let path = format!("{SEARCH}?{qs}");
+    let auth = format!("Bearer {token}");
+    let req = request("GET", &path, &[("authorization", auth.as_str())], None);
+    checked_reply("GET", &path, handle(&e.state, req).await)
+}
+
+/// The hits of a search that must succeed.
+async fn hits(e: &Env, token: &str, query: &[(&str, &str)]) -> Vec<Value> {
+    let r = search_as(e, token, query).await;
+    assert_eq!(r.status, 200, "{query:?}: {}", r.body);
+    r.data()["hits"].as_array().unwrap().clone()
+}
+
+/// Upload `text` as the env's file (generation 1 at 0, or after what is there), then index what
+/// is queued.
+async fn record(e: &Env, generation: u32, offset: u64, text: &str) {
+    let r = e
+        .upload(generation, offset, &segment(text.as_bytes()))
+        .await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    drain(e).await;
+}
+
+async fn drain(e: &Env) -> index::Drained {
+    index::drain(&e.db.pool, &e.state.transcripts.store, 1_000)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_recorded_segment_waits_in_the_queue_and_the_local_indexer_takes_it_within_2_s() {
+    let e = env().await;
+    let token = read_token(&e, e.org).await;
+    let r = e.upload(1, 0, &segment(session_lines(2).as_bytes())).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert_eq!(
+        e.count("SELECT count(*) FROM transcript_index_queue").await,
+        1,
+        "queued with the segment"
+    );
+    assert!(
+        hits(&e, &token, &[("q", "ECONNREFUSED")]).await.is_empty(),
+        "not indexed yet"
+    );
+
+    let indexer =
+        syncplane_cli::serve::spawn_indexer(e.db.pool.clone(), e.state.transcripts.store.clone());
+    let second = segment(session_lines(3).as_bytes());
+    let r = e.upload(1, session_lines(2).len() as u64, &second).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let completed = std::time::Instant::now();
+    while hits(&e, &token, &[("q", "ECONNREFUSED")]).await.len() < 2 {
+        assert!(
+            completed.elapsed() < std::time::Duration::from_secs(2),
+            "searchable within 2 s of its complete"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    indexer.abort();
+    assert_eq!(
+        e.count("SELECT count(*) FROM transcript_index_queue").await,
+        0
+    );
+    let lines: Vec<i64> = hits(&e, &token, &[("q", "ECONNREFUSED")])
+        .await
+        .iter()
+        .map(|h| h["line"].as_i64().unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        vec![7, 3],
+        "the second segment's lines follow the first's, newest first"
+    );
+}
+
+#[tokio::test]
+async fn an_indexed_segment_is_found_by_words_phrases_exclusions_or_and_exact_code_tokens() {
+    let e = env().await;
+    let token = read_token(&e, e.org).await;
+    record(&e, 1, 0, &session_lines(2)).await;
+    for q in [
+        "handshake",
+        "refusing",
+        "\"connection was refused\"",
+        "ECONNREFUSED",
+        "econnrefused",
+        "src/main.rs",
+        "main.rs",
+        "snake_case_name",
+        "--nocapture",
+        "db_client",
+        "tls -docker",
+        "kubernetes or postgres",
+    ] {
+        let found = hits(&e, &token, &[("q", q)]).await;
+        assert!(!found.is_empty(), "{q} finds the session");
+        for h in &found {
+            assert_eq!(h["session"]["sessionId"], SESSION);
+            assert_eq!(h["fileId"], FILE);
+            assert!(
+                h["snippet"].as_str().unwrap().contains("<mark>"),
+                "{q}: {h}"
+            );
+        }
+    }
+    for q in [
+        "kubernetes",
+        "tls -handshake",
+        "src/lib.rs",
+        "toolu_01ABC",
+        "u-3",
+        "timestamp",
+    ] {
+        assert_eq!(
+            hits(&e, &token, &[("q", q)]).await,
+            Vec::<Value>::new(),
+            "{q}: no hit (ids and keys are not text)"
+        );
+    }
+}
+
+#[tokio::test]
+async fn each_hit_names_its_session_line_role_tool_and_time_with_an_escaped_snippet() {
+    let e = env().await;
+    let token = read_token(&e, e.org).await;
+    record(&e, 1, 0, &session_lines(2)).await;
+    let found = hits(&e, &token, &[("q", "ECONNREFUSED")]).await;
+    assert_eq!(found.len(), 1, "{found:?}");
+    let h = &found[0];
+    assert_eq!(h["line"], 3);
+    assert_eq!(h["role"], "tool");
+    assert_eq!(
+        h["toolName"], "Bash",
+        "a result is found by its call's tool"
+    );
+    assert_eq!(h["at"], "2026-11-02T11:00:00.000Z");
+    let snippet = h["snippet"].as_str().unwrap();
+    assert!(snippet.contains("<mark>ECONNREFUSED</mark>"), "{snippet}");
+    assert!(
+        snippet.contains("&lt;script&gt;") && !snippet.contains("<script"),
+        "{snippet}"
+    );
+    // The link: the lines route's cursor opens its page at that line.
+    let cursor = h["linesCursor"].as_str().unwrap();
+    let path = format!(
+        "/api/agent-sessions/transcripts/lines?computeTargetId={TARGET}&sessionId={SESSION}&fileId={FILE}&limit=1&cursor={cursor}"
+    );
+    let auth = format!("Bearer {token}");
+    let r = checked_reply(
+        "GET",
+        &path,
+        handle(
+            &e.state,
+            request("GET", &path, &[("authorization", auth.as_str())], None),
+        )
+        .await,
+    );
+    assert_eq!(r.status, 200, "{}", r.body);
+    let line = r.data()["lines"][0].to_string();
+    assert!(line.contains("ECONNREFUSED"), "{line}");
+}
+
+#[tokio::test]
+async fn filters_narrow_by_target_session_time_role_and_tool() {
+    let e = env().await;
+    let token = read_token(&e, e.org).await;
+    record(&e, 1, 0, &session_lines(2)).await;
+    let n = |v: Vec<Value>| v.len();
+    assert_eq!(n(hits(&e, &token, &[("q", "postgres")]).await), 1);
+    assert_eq!(
+        n(hits(&e, &token, &[("q", "tls"), ("role", "user")]).await),
+        1
+    );
+    assert_eq!(
+        n(hits(&e, &token, &[("q", "tls"), ("role", "assistant")]).await),
+        0
+    );
+    assert_eq!(
+        n(hits(&e, &token, &[("q", "cargo"), ("tool", "Bash")]).await),
+        1
+    );
+    assert_eq!(
+        n(hits(&e, &token, &[("q", "cargo"), ("tool", "Read")]).await),
+        0
+    );
+    assert_eq!(
+        n(hits(&e, &token, &[("q", "tls"), ("computeTargetId", TARGET)]).await),
+        1
+    );
+    assert_eq!(
+        n(hits(
+            &e,
+            &token,
+            &[("q", "tls"), ("computeTargetId", "elsewhere")]
+        )
+        .await),
+        0
+    );
+    assert_eq!(
+        n(hits(&e, &token, &[("q", "tls"), ("sessionId", "s-2")]).await),
+        0
+    );
+    let day = [
+        ("since", "2026-11-02T00:00:00Z"),
+        ("until", "2026-11-03T00:00:00Z"),
+    ];
+    assert_eq!(
+        n(hits(&e, &token, &[("q", "tls"), day[0], day[1]]).await),
+        1
+    );
+    let later = [("q", "tls"), ("since", "2026-11-02T09:30:00Z")];
+    assert_eq!(n(hits(&e, &token, &later).await), 0);
+}
+
+#[tokio::test]
+async fn keyset_pages_cover_every_hit_once_newest_first() {
+    let e = env().await;
+    let token = read_token(&e, e.org).await;
+    let mut text = String::new();
+    for day in 1..=7 {
+        text.push_str(&session_lines(day));
+    }
+    record(&e, 1, 0, &text).await;
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..10 {
+        let mut q = vec![("q", "postgres"), ("limit", "3")];
+        if let Some(c) = &cursor {
+            q.push(("cursor", c));
+        }
+        let r = search_as(&e, &token, &q).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        for h in r.data()["hits"].as_array().unwrap() {
+            seen.push(h["at"].as_str().unwrap().to_owned());
+        }
+        cursor = r.data()["nextCursor"].as_str().map(str::to_owned);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(seen.len(), 7, "{seen:?}");
+    let mut sorted = seen.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    sorted.dedup();
+    assert_eq!(seen, sorted, "newest first, none twice");
+}
+
+#[tokio::test]
+async fn a_new_generation_replaces_the_old_lines_and_retention_removes_them() {
+    let e = env().await;
+    let token = read_token(&e, e.org).await;
+    record(&e, 1, 0, &session_lines(2)).await;
+    assert_eq!(hits(&e, &token, &[("q", "ECONNREFUSED")]).await.len(), 1);
+    let rewritten = session_lines(3).replace("ECONNREFUSED", "ETIMEDOUT");
+    record(&e, 2, 0, &rewritten).await;
+    assert!(
+        hits(&e, &token, &[("q", "ECONNREFUSED")]).await.is_empty(),
+        "the old generation is gone"
+    );
+    assert_eq!(hits(&e, &token, &[("q", "ETIMEDOUT")]).await.len(), 1);
+
+    e.exec("UPDATE transcript_segments SET created_at = now() - interval '40 days'")
+        .await;
+    e.exec(&format!(
+        "UPDATE orgs SET transcript_retention_days = 30 WHERE id = {}",
+        e.org
+    ))
+    .await;
+    let store = &e.state.transcripts.store;
+    retention::expire(&e.db.pool, store, chrono::Utc::now(), 100)
+        .await
+        .unwrap();
+    assert!(
+        hits(&e, &token, &[("q", "ETIMEDOUT")]).await.is_empty(),
+        "retention removed them"
+    );
+    assert_eq!(e.count("SELECT count(*) FROM transcript_lines").await, 0);
+}
+
+#[tokio::test]
+async fn a_segment_the_worker_completes_from_the_s3_notification_is_searchable_too() {
+    let e = env().await;
+    let token = read_token(&e, e.org).await;
+    let seg = segment(session_lines(2).as_bytes());
+    let id = e.intent_ok(1, 0, &seg).await;
+    assert_eq!(e.put(&id, &seg.compressed).await.status, 200);
+    assert!(
+        hits(&e, &token, &[("q", "ECONNREFUSED")]).await.is_empty(),
+        "not before it is recorded"
+    );
+    let archive = Archive {
+        pool: e.db.pool.clone(),
+        store: e.state.transcripts.store.clone(),
+    };
+    let done = archive.complete(id.parse().unwrap()).await;
+    assert!(matches!(done, Completion::Done), "{done:?}");
+    assert_eq!(hits(&e, &token, &[("q", "ECONNREFUSED")]).await.len(), 1);
+}
+
+#[tokio::test]
+async fn another_orgs_read_token_finds_nothing_and_a_device_token_cannot_search() {
+    let e = env().await;
+    record(&e, 1, 0, &session_lines(2)).await;
+    let other = read_token(&e, other_org(&e).await).await;
+    assert!(hits(&e, &other, &[("q", "ECONNREFUSED")]).await.is_empty());
+    let asked = [
+        ("q", "tls"),
+        ("computeTargetId", TARGET),
+        ("sessionId", SESSION),
+    ];
+    assert!(
+        hits(&e, &other, &asked).await.is_empty(),
+        "naming the session does not help"
+    );
+    let r = search_as(&e, &e.token, &[("q", "tls")]).await;
+    assert_eq!(
+        r.status, 401,
+        "a device token is not a read token: {}",
+        r.body
+    );
+    let r = search_as(&e, "nope", &[("q", "tls")]).await;
+    assert_eq!(r.status, 401);
+}
+
+#[tokio::test]
+async fn bad_input_is_400_with_a_code() {
+    let e = env().await;
+    let token = read_token(&e, e.org).await;
+    record(&e, 1, 0, &session_lines(2)).await;
+    let long = "a ".repeat(5 * 1024);
+    let other_query_cursor = {
+        let mut text = String::new();
+        for day in 3..=5 {
+            text.push_str(&session_lines(day));
+        }
+        record(&e, 1, session_lines(2).len() as u64, &text).await;
+        let r = search_as(&e, &token, &[("q", "postgres"), ("limit", "1")]).await;
+        r.data()["nextCursor"].as_str().unwrap().to_owned()
+    };
+    for (query, code) in [
+        (vec![("q", long.as_str())], "invalid_query"),
+        (vec![("q", "")], "invalid_query"),
+        (vec![], "invalid_query"),
+        (vec![("q", "-tls")], "invalid_query"),
+        (vec![("q", "tls"), ("colour", "red")], "invalid_parameter"),
+        (vec![("q", "tls"), ("role", "admin")], "invalid_parameter"),
+        (
+            vec![("q", "tls"), ("since", "yesterday")],
+            "invalid_parameter",
+        ),
+        (vec![("q", "tls"), ("limit", "0")], "invalid_parameter"),
+        (vec![("q", "tls"), ("limit", "101")], "invalid_parameter"),
+        (vec![("q", "tls"), ("cursor", "forged")], "invalid_cursor"),
+        (
+            vec![("q", "tls"), ("cursor", other_query_cursor.as_str())],
+            "invalid_cursor",
+        ),
+        (vec![("q", "tls"), ("q", "ssl")], "invalid_parameter"),
+    ] {
+        let r = search_as(&e, &token, &query).await;
+        assert_eq!(
+            (r.status, r.code()),
+            (400, Some(code)),
+            "{query:?}: {}",
+            r.body
+        );
+    }
+    let r = search_as(
+        &e,
+        &token,
+        &[
+            ("q", "postgres"),
+            ("limit", "1"),
+            ("cursor", &other_query_cursor),
+        ],
+    )
+    .await;
+    assert_eq!(
+        r.status, 200,
+        "the cursor works for its own query: {}",
+        r.body
+    );
+}
+
+#[tokio::test]
+async fn search_is_rate_limited_per_read_token() {
+    let mut e = env().await;
+    e.state.transcripts.search_rate_limit_per_minute = 3;
+    let token = read_token(&e, e.org).await;
+    let second = read_token(&e, e.org).await;
+    for _ in 0..3 {
+        assert_eq!(search_as(&e, &token, &[("q", "tls")]).await.status, 200);
+    }
+    let r = search_as(&e, &token, &[("q", "tls")]).await;
+    assert_eq!(
+        (r.status, r.code()),
+        (429, Some("rate_limited")),
+        "{}",
+        r.body
+    );
+    assert!(r.headers.contains_key("retry-after"));
+    assert_eq!(
+        search_as(&e, &second, &[("q", "tls")]).await.status,
+        200,
+        "per token"
+    );
+}
+
+/// The longest run of a secret that is one code token, as a searcher would paste it.
+fn searchable_piece(secret: &str) -> Option<String> {
+    secret
+        .split(|c: char| c.is_whitespace() || "\"'`=:,;()[]{}<>".contains(c))
+        .filter(|p| p.len() >= 8 && p.len() <= 100)
+        .max_by_key(|p| p.len())
+        .map(str::to_owned)
+}
+
+#[tokio::test]
+async fn a_secret_planted_in_a_local_transcript_is_not_findable_after_the_client_redacts_it() {
+    let e = env().await;
+    let token = read_token(&e, e.org).await;
+    let (planted, unknown) =
+        syncplane_tests::redaction_corpus::planted(syncplane_agent::redact::rule_ids(), 34, 2);
+    assert!(unknown.is_empty(), "{unknown:?}");
+    let redactor = syncplane_agent::redact::Redactor::new();
+    let redacted: String = planted
+        .iter()
+        .map(|p| format!("{}\n", redactor.redact_line(&p.line).text))
+        .collect();
+    record(&e, 1, 0, &redacted).await;
+    // The same lines unredacted, in the other org: the search would find them if they were there.
+    let other = other_org(&e).await;
+    let other_token = read_token(&e, other).await;
+    let raw: String = planted.iter().map(|p| format!("{}\n", p.line)).collect();
+    let seg = segment(raw.as_bytes());
+    let body = json!({"computeTargetId": OTHER_TARGET, "sessionId": SESSION, "fileId": FILE,
+        "generation": 1, "offset": 0, "sourceBytes": seg.decoded.len(), "decodedBytes": seg.decoded.len(),
+        "compressedBytes": seg.compressed.len(), "sha256": seg.sha256});
+    let r = e.intent_as(&e.other_token, &body).await;
+    let id = r.data()["uploadId"].as_str().unwrap().to_owned();
+    assert_eq!(
+        e.put_as(&e.other_token, &id, &seg.compressed).await.status,
+        200
+    );
+    assert_eq!(e.complete_as(&e.other_token, &id).await.status, 200);
+    drain(&e).await;
+
+    let (mut searched, mut found_raw) = (0, 0);
+    for p in &planted {
+        let Some(piece) = searchable_piece(&p.secret) else {
+            continue;
+        };
+        let q = format!("\"{}\"", piece.replace('"', ""));
+        if q.len() > 512 {
+            continue;
+        }
+        searched += 1;
+        let leaked = hits(&e, &token, &[("q", q.as_str())]).await;
+        assert!(
+            leaked.is_empty(),
+            "{} ({}) is findable: {leaked:?}",
+            p.rule,
+            piece
+        );
+        let raw = hits(&e, &other_token, &[("q", q.as_str())]).await;
+        assert!(
+            !raw.is_empty(),
+            "the check can fail: {q} ({}) is found unredacted",
+            p.rule
+        );
+        found_raw += 1;
+    }
+    assert!(searched >= 40, "{searched} secrets searched");
+    assert_eq!(found_raw, searched);
+    assert!(
+        !hits(&e, &token, &[("q", "REDACTED")]).await.is_empty(),
+        "the placeholders are there"
+    );
+}
