@@ -119,7 +119,8 @@ impl Command {
             Command::Ingest(_) | Command::Demo(_) => Databases::First,
             Command::Transcripts(
                 transcripts::TranscriptsCommand::Expire { tenant, .. }
-                | transcripts::TranscriptsCommand::Usage { tenant, .. },
+                | transcripts::TranscriptsCommand::Usage { tenant, .. }
+                | transcripts::TranscriptsCommand::Reindex { tenant },
             ) => named(tenant),
         })
     }

@@ -6,6 +6,10 @@
 //!
 //! `syncplane transcripts usage`: what the archive keeps per organization and when its oldest
 //! segment expires (`shared::archive::usage`), one JSON line per org.
+//!
+//! `syncplane transcripts reindex`: the search index made whole (`shared::archive::search::index`):
+//! files with a segment neither indexed nor queued (recorded before the search existed) queued
+//! again, then everything queued indexed; one JSON line per tenant.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -14,6 +18,7 @@ use anyhow::Context;
 use clap::Subcommand;
 use serde_json::json;
 use shared::archive::retention;
+use shared::archive::search::index;
 use shared::archive::store::Store;
 use shared::config::Config;
 use shared::ingest::transcripts::TranscriptsState;
@@ -29,6 +34,14 @@ pub enum TranscriptsCommand {
         /// Rows per batch.
         #[arg(long, default_value_t = retention::DEFAULT_BATCH)]
         batch: i64,
+    },
+    /// Make the search index whole: queue every file with a segment neither indexed nor queued
+    /// (recorded before the search existed), then index all that is queued; prints one JSON line
+    /// per tenant: `{"tenant", "files", "segments", "indexedSegments", "indexedLines"}`.
+    Reindex {
+        /// Only this tenant (default: every configured tenant).
+        #[arg(long)]
+        tenant: Option<String>,
     },
     /// What the archive keeps per organization: one JSON line each, `{"tenant", "orgId", "org",
     /// "sessions", "files", "segments", "compressedBytes", "decodedBytes", "indexedLines",
@@ -57,7 +70,46 @@ pub async fn run(
         TranscriptsCommand::Usage { tenant, org } => {
             usage(config, tenant.as_deref(), org.as_deref(), out).await
         }
+        TranscriptsCommand::Reindex { tenant } => {
+            let store = archive_store(config).await?;
+            reindex(config, &store, tenant.as_deref(), out).await
+        }
     }
+}
+
+/// `reindex` on `store` for the tenants asked for.
+async fn reindex(
+    config: &Config,
+    store: &Store,
+    only: Option<&str>,
+    out: &mut dyn Write,
+) -> anyhow::Result<ExitCode> {
+    if let Some(t) = only
+        && config.tenant(t).is_none()
+    {
+        anyhow::bail!("unknown tenant '{t}'");
+    }
+    for tenant in config
+        .tenants
+        .iter()
+        .filter(|t| only.is_none_or(|o| t.id.as_str() == o))
+    {
+        let pool = shared::db::connect_tenant(tenant, 2).await?;
+        let done = async {
+            let queued = index::backfill(&pool, store).await?;
+            let drained = index::drain(&pool, store, u64::MAX).await?;
+            Ok::<_, index::DrainError>((queued, drained))
+        }
+        .await;
+        pool.close().await;
+        let (queued, drained) =
+            done.with_context(|| format!("tenant {}: transcripts reindex", tenant.id))?;
+        let line = json!({"tenant": tenant.id.as_str(), "files": queued.files,
+            "segments": queued.segments, "indexedSegments": drained.segments,
+            "indexedLines": drained.lines});
+        writeln!(out, "{line}")?;
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `usage` for the tenants asked for; an org named that no tenant has is an error.

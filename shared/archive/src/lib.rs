@@ -3,7 +3,9 @@
 //! turn and tool detail from"): where segments are stored ([`store`]: S3 through presigned URLs,
 //! or a filesystem directory for the direct transport), how a stored segment is verified
 //! ([`segment`]), its object key ([`key`]), a file's position ([`position`]), and what Postgres keeps of it ([`files`]: files,
-//! acknowledged offsets, segments, upload intents), with one error type ([`error`]).
+//! acknowledged offsets, segments, upload intents), with one error type ([`error`]); the search
+//! over every recorded segment's lines ([`search`]: the index queue, the indexer, the query
+//! language, snippets) and what each org's archive keeps ([`usage`]).
 //!
 //! A layer below the HTTP surfaces and the worker: the ingest routes (`syncplane_ingest::transcripts`)
 //! and the worker's S3 notifications both complete uploads through here, with one verification.

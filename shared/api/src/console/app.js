@@ -559,7 +559,7 @@
     const q = 'computeTargetId=' + enc(target) + '&sessionId=' + enc(id);
     await loading(box, 'the transcript', async () => {
       const [meta, listing] = await Promise.all([
-        api('/api/agent-sessions/sessions?limit=1&' + q, { org: true }).then((r) => r.data.sessions[0] || null),
+        api('/api/agent-sessions/sessions?limit=1&' + q, { org: true }).then((r) => r.data.sessions[0] || null, () => null),
         api('/api/agent-sessions/transcripts?' + q, { org: true })]);
       const files = listing.data.files;
       clear(box);
@@ -627,7 +627,7 @@
       else if (p && p.type === 'text') li.append(el('p', { class: 'text' }, redacted(String(p.text || ''))));
       else if (p && p.type === 'tool_use') li.append(el('details', { class: 'tool' }, el('summary', { text: 'Tool call: ' + (p.name || 'tool') }), el('pre', { text: JSON.stringify(p.input ?? p, null, 2) })));
       else if (p && p.type === 'tool_result') {
-        const c = Array.isArray(p.content) ? p.content.map((x) => (x && x.text) || JSON.stringify(x)).join('\n') : typeof p.content === 'string' ? p.content : JSON.stringify(p.content);
+        const c = Array.isArray(p.content) ? p.content.map((x) => (x && x.text) || JSON.stringify(x)).join('\n') : typeof p.content === 'string' ? p.content : p.content === undefined ? '' : JSON.stringify(p.content);
         li.append(el('details', { class: 'tool' }, el('summary', { text: 'Tool result' + (p.is_error ? ' (error)' : '') }), el('pre', {}, redacted(c))));
       } else if (p && p.type === 'thinking') li.append(el('details', { class: 'tool' }, el('summary', { text: 'Thinking' }), el('pre', { text: String(p.thinking || '') })));
       else li.append(el('details', { class: 'tool' }, el('summary', { text: (p && p.type) || 'Part' }), el('pre', { text: JSON.stringify(p, null, 2) })));
@@ -639,7 +639,7 @@
   // The query and filters live in the URL (#/transcripts?q=&target=&role=&tool=&since=&until=), so
   // a result can be shared; each hit links to its line in the session page.
   const TS_FILTERS = ['target', 'role', 'tool', 'since', 'until'];
-  function renderTranscriptSearch(params) {
+  async function renderTranscriptSearch(params) {
     const field = (id, label, input) => el('div', { class: 'field' }, el('label', { for: id, text: label }), input);
     const q = el('input', { id: 'ts-q', type: 'search', name: 'q', value: params.get('q') || '', autocomplete: 'off', 'aria-describedby': 'ts-q-help' });
     const target = el('input', { id: 'ts-target', name: 'target', value: params.get('target') || '', placeholder: 'laptop-1', autocomplete: 'off' });
@@ -653,7 +653,7 @@
       el('div', { class: 'field grow' }, el('label', { for: 'ts-q', text: 'Search transcripts' }), q,
         el('p', { id: 'ts-q-help', class: 'help', text: 'Words, "a phrase", -exclude, or, and exact code tokens (ECONNREFUSED, src/main.rs, --flag).' })),
       field('ts-target', 'Computer', target), field('ts-role', 'Role', role), field('ts-tool', 'Tool', tool),
-      field('ts-since', 'From', since), field('ts-until', 'Before', until),
+      field('ts-since', 'From', since), field('ts-until', 'To', until),
       el('button', { type: 'submit', text: 'Search' }));
     const inputs = { q, target, role, tool, since, until };
     form.addEventListener('submit', (ev) => {
@@ -664,9 +664,9 @@
       if (location.hash === next) transcriptSearch(results, p); else location.hash = next;
     });
     page('Transcripts', el('p', {}, el('a', { href: '#/sessions', text: '← All sessions' })), form, results);
-    if (q.value) transcriptSearch(results, params);
-    else results.append(el('p', { class: 'empty', text: 'Type words to search every session transcript of your organization.' }));
     if (state.navigated) q.focus();
+    if (q.value) await transcriptSearch(results, params);
+    else results.append(el('p', { class: 'empty', text: 'Type words to search every session transcript of your organization.' }));
   }
   async function transcriptSearch(box, params) {
     const p = new URLSearchParams({ q: params.get('q') || '', limit: '20' });
@@ -674,7 +674,9 @@
     for (const k of TS_FILTERS) {
       const v = params.get(k);
       if (!v) continue;
-      if (k === 'since' || k === 'until') p.set(k, v + 'T00:00:00Z'); else p.set(names[k], v);
+      // Dates: from the start of `since` to the end of `until` (UTC).
+      if (k === 'since') p.set('since', v + 'T00:00:00Z');
+      else if (k === 'until') { const d = new Date(v + 'T00:00:00Z'); if (!isNaN(d)) p.set('until', new Date(d.getTime() + 86400000).toISOString()); } else p.set(names[k], v);
     }
     const list = el('ol', { class: 'hits' });
     const more = el('div', { class: 'more' });
@@ -822,12 +824,12 @@
     else if (section === 'readme' && parts.length >= 3) await renderDoc(parts[1], parts[2], null, null);
     else if (section === 'runs') await renderRuns();
     else if (section === 'sessions' && parts.length >= 2) await renderSession(parts[1], params.get('target'), params);
-    else if (section === 'transcripts') renderTranscriptSearch(params);
+    else if (section === 'transcripts') await renderTranscriptSearch(params);
     else if (section === 'sessions') await renderSessions();
     else if (section === 'insights') await renderInsights(params);
     else page('Not found', el('p', {}, 'No page here. ', el('a', { href: '#/search', text: 'Go to Search' }), '.'));
     // After a navigation the focus moves to the new page's heading (not on the first load).
-    if (section !== 'search' && state.navigated) main.querySelector('h1')?.focus();
+    if (section !== 'search' && section !== 'transcripts' && state.navigated) main.querySelector('h1')?.focus();
     main.dataset.ready = section;
   }
   document.querySelector('.skip').addEventListener('click', (ev) => { ev.preventDefault(); main.focus(); });

@@ -163,7 +163,13 @@ impl Extractor {
             "tool_use" | "function_call" | "server_tool_use" => {
                 facts.tool_call = true;
                 if let Some(name) = map.get("name").and_then(Value::as_str) {
-                    let name: String = name.chars().take(MAX_TOOL_NAME).collect();
+                    // A facet, stored as it is shown: no control characters (Postgres text
+                    // holds no NUL).
+                    let name: String = name
+                        .chars()
+                        .filter(|c| !c.is_control())
+                        .take(MAX_TOOL_NAME)
+                        .collect();
                     let id = map.get("id").or_else(|| map.get("call_id"));
                     if let Some(id) = id.and_then(Value::as_str) {
                         self.tool_names.insert(id.to_owned(), name.clone());

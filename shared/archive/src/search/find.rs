@@ -129,16 +129,21 @@ pub async fn find(pool: &PgPool, s: &Search<'_>) -> Result<Page, sqlx::Error> {
         .await?;
     let more = rows.len() as i64 > s.limit;
     rows.truncate(usize::try_from(s.limit).unwrap_or(0));
-    let marks = needles(
-        s.query
-            .marks()
-            .into_iter()
-            .chain(normalized.iter().map(String::as_str)),
-    );
+    let marks = needles(s.query.marks(&normalized));
     let next_cursor = more
         .then(|| rows.last())
         .flatten()
         .map(|r| encode_cursor(s, After { at: r.at, id: r.id }));
+    // A long line is indexed in parts: one hit per line on a page.
+    let mut lines = std::collections::HashSet::new();
+    rows.retain(|r| {
+        lines.insert((
+            r.compute_target_id.clone(),
+            r.session_id.clone(),
+            r.file_id.clone(),
+            r.line_no,
+        ))
+    });
     let hits = rows.into_iter().map(|r| r.hit(&marks)).collect();
     Ok(Page { hits, next_cursor })
 }

@@ -116,10 +116,12 @@ pub struct Place<'a> {
     pub session_id: &'a str,
     /// The file's lines before this segment in its generation.
     pub lines_before: i64,
+    /// When the segment was recorded: the time of a line with none of its own (nor one before it
+    /// in the segment).
+    pub recorded_at: DateTime<Utc>,
 }
 
-/// Write `prepared` at `place` in `tx`; a line with no time of its own (nor one before it in
-/// the segment) takes the recording's.
+/// Write `prepared` at `place` in `tx`.
 pub async fn write(
     tx: &mut Transaction<'_, Postgres>,
     place: &Place<'_>,
@@ -131,7 +133,7 @@ pub async fn write(
                     compute_target_id, session_id, segment_line, line_no, part, role, tool_name,
                     at, body, search_vector)
              SELECT $1, $2, $3, $4, $5, $6, l.segment_line, $7 + l.line, l.part, l.role,
-                    l.tool_name, coalesce(l.at, now()), l.body,
+                    l.tool_name, coalesce(l.at, $16), l.body,
                     to_tsvector('english', l.body)
                         || array_to_tsvector(string_to_array(l.codes, ' '))
                FROM unnest($8::int[], $9::bigint[], $10::int[], $11::text[], $12::text[],
@@ -158,6 +160,7 @@ pub async fn write(
         .bind(chunk.iter().map(|r| r.at).collect::<Vec<_>>())
         .bind(chunk.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
         .bind(chunk.iter().map(|r| r.codes.as_str()).collect::<Vec<_>>())
+        .bind(place.recorded_at)
         .execute(&mut **tx)
         .await?;
     }
@@ -197,6 +200,7 @@ struct Queued {
     compute_target_id: String,
     session_id: String,
     current_generation: i32,
+    recorded_at: DateTime<Utc>,
 }
 syncplane_core::from_row!(Queued {
     file_row,
@@ -211,7 +215,8 @@ syncplane_core::from_row!(Queued {
     org_id,
     compute_target_id,
     session_id,
-    current_generation
+    current_generation,
+    recorded_at
 });
 
 /// Index up to `max_segments` queued segments, oldest first; concurrent drains take different
@@ -233,10 +238,23 @@ pub async fn drain(pool: &PgPool, store: &Store, max_segments: u64) -> Result<Dr
                 compute_target_id: &q.compute_target_id,
                 session_id: &q.session_id,
                 lines_before: q.first_line - 1,
+                recorded_at: q.recorded_at,
             };
-            write(&mut tx, &place, &prepared).await?;
-            done.lines += prepared.rows.len() as u64;
-            done.text_bytes += prepared.text_bytes;
+            // In a savepoint: rows Postgres refuses (no segment's content should be, but one
+            // must not stop the queue) leave the segment unindexed, said in the log.
+            let mut part = sqlx::Acquire::begin(&mut *tx).await?;
+            match write(&mut part, &place, &prepared).await {
+                Ok(()) => {
+                    part.commit().await?;
+                    done.lines += prepared.rows.len() as u64;
+                    done.text_bytes += prepared.text_bytes;
+                }
+                Err(sqlx::Error::Database(e)) => {
+                    part.rollback().await?;
+                    tracing::warn!(key = %q.object_key, error = %e, "segment not indexed: its rows were refused");
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
         sqlx::query(
             "DELETE FROM transcript_index_queue
@@ -257,7 +275,8 @@ async fn next_queued(tx: &mut Transaction<'_, Postgres>) -> Result<Option<Queued
     sqlx::query_as(
         "SELECT q.file_row, q.generation, q.segment_offset, q.first_line, s.object_key,
                 s.compressed_bytes, s.decoded_bytes, s.source_bytes, s.sha256, f.org_id,
-                f.compute_target_id, f.session_id, f.generation AS current_generation
+                f.compute_target_id, f.session_id, f.generation AS current_generation,
+                s.created_at AS recorded_at
            FROM transcript_index_queue q
            JOIN transcript_segments s
              ON s.file_row = q.file_row AND s.generation = q.generation
@@ -265,7 +284,8 @@ async fn next_queued(tx: &mut Transaction<'_, Postgres>) -> Result<Option<Queued
            JOIN transcript_files f ON f.id = q.file_row
           ORDER BY q.queued_at, q.file_row, q.segment_offset
           LIMIT 1
-            FOR UPDATE OF q SKIP LOCKED",
+            FOR UPDATE OF q SKIP LOCKED
+            FOR SHARE OF s, f SKIP LOCKED",
     )
     .fetch_optional(&mut **tx)
     .await
@@ -275,9 +295,13 @@ async fn next_queued(tx: &mut Transaction<'_, Postgres>) -> Result<Option<Queued
 /// longer what was recorded is indexed as nothing (logged), so it does not block the queue.
 async fn read_and_prepare(store: &Store, q: &Queued) -> Result<Prepared, DrainError> {
     let as_u64 = |n: i64| u64::try_from(n).unwrap_or(0);
-    let Some(bytes) = store.get(&q.object_key, as_u64(q.compressed_bytes)).await? else {
-        tracing::warn!(key = %q.object_key, "queued segment missing from the store: not indexed");
-        return Ok(Prepared::default());
+    let bytes = match store.get(&q.object_key, as_u64(q.compressed_bytes)).await {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) | Err(StoreError::TooLarge { .. }) => {
+            tracing::warn!(key = %q.object_key, "queued segment gone or changed in the store: not indexed");
+            return Ok(Prepared::default());
+        }
+        Err(e) => return Err(e.into()),
     };
     let claim = Claim {
         source_bytes: as_u64(q.source_bytes),
@@ -324,9 +348,11 @@ pub async fn forget_other_generations(
     file_row: i64,
     generation: i32,
 ) -> Result<(), sqlx::Error> {
+    // The queue first: a drain indexing an old segment holds its queue row, so this waits for it
+    // to commit, and the lines it wrote are then deleted too.
     for statement in [
-        "DELETE FROM transcript_lines WHERE file_row = $1 AND generation <> $2",
         "DELETE FROM transcript_index_queue WHERE file_row = $1 AND generation <> $2",
+        "DELETE FROM transcript_lines WHERE file_row = $1 AND generation <> $2",
     ] {
         sqlx::query(statement)
             .bind(file_row)
@@ -335,6 +361,116 @@ pub async fn forget_other_generations(
             .await?;
     }
     Ok(())
+}
+
+/// What a [`backfill`] queued.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Backfilled {
+    pub files: u64,
+    pub segments: u64,
+}
+
+struct SegmentRef {
+    start_offset: i64,
+    object_key: String,
+    compressed_bytes: i64,
+    decoded_bytes: i64,
+    source_bytes: i64,
+    sha256: Vec<u8>,
+}
+syncplane_core::from_row!(SegmentRef {
+    start_offset,
+    object_key,
+    compressed_bytes,
+    decoded_bytes,
+    source_bytes,
+    sha256
+});
+
+/// Queue again, whole, every file whose current generation has a segment neither indexed nor
+/// queued: segments recorded before the search existed (migration 0015) or left out. Each such
+/// file's lines are numbered again from its first segment (each read once from the store to
+/// count its lines, one at a time); [`drain`] then indexes them. `syncplane transcripts
+/// reindex` runs it; running it again finds nothing to do.
+pub async fn backfill(pool: &PgPool, store: &Store) -> Result<Backfilled, DrainError> {
+    let files: Vec<i64> = sqlx::query_scalar(
+        "SELECT DISTINCT f.id FROM transcript_files f
+           JOIN transcript_segments s ON s.file_row = f.id AND s.generation = f.generation
+          WHERE NOT EXISTS (SELECT 1 FROM transcript_lines l WHERE l.file_row = s.file_row
+                               AND l.generation = s.generation AND l.segment_offset = s.start_offset)
+            AND NOT EXISTS (SELECT 1 FROM transcript_index_queue q WHERE q.file_row = s.file_row
+                               AND q.generation = s.generation AND q.segment_offset = s.start_offset)
+          ORDER BY f.id",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut done = Backfilled::default();
+    for file_row in files {
+        done.segments += requeue_file(pool, store, file_row).await?;
+        done.files += 1;
+    }
+    Ok(done)
+}
+
+/// One file of [`backfill`], in one transaction holding the file's row.
+async fn requeue_file(pool: &PgPool, store: &Store, file_row: i64) -> Result<u64, DrainError> {
+    let mut tx = pool.begin().await?;
+    let generation: i32 =
+        sqlx::query_scalar("SELECT generation FROM transcript_files WHERE id = $1 FOR UPDATE")
+            .bind(file_row)
+            .fetch_one(&mut *tx)
+            .await?;
+    for statement in [
+        "DELETE FROM transcript_index_queue WHERE file_row = $1",
+        "DELETE FROM transcript_lines WHERE file_row = $1",
+    ] {
+        sqlx::query(statement)
+            .bind(file_row)
+            .execute(&mut *tx)
+            .await?;
+    }
+    let segments: Vec<SegmentRef> = sqlx::query_as(
+        "SELECT start_offset, object_key, compressed_bytes, decoded_bytes, source_bytes, sha256
+           FROM transcript_segments WHERE file_row = $1 AND generation = $2
+          ORDER BY start_offset",
+    )
+    .bind(file_row)
+    .bind(generation)
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut next_line = 1i64;
+    for s in &segments {
+        enqueue(&mut tx, file_row, generation, s.start_offset, next_line).await?;
+        next_line += stored_lines(store, s).await?;
+    }
+    sqlx::query("UPDATE transcript_files SET line_count = $2 WHERE id = $1")
+        .bind(file_row)
+        .bind(next_line - 1)
+        .execute(&mut *tx)
+        .await?;
+    tx.commit().await?;
+    Ok(segments.len() as u64)
+}
+
+/// The lines of a stored segment (0 when it is gone or no longer what was recorded).
+async fn stored_lines(store: &Store, s: &SegmentRef) -> Result<i64, DrainError> {
+    let as_u64 = |n: i64| u64::try_from(n).unwrap_or(0);
+    let bytes = match store.get(&s.object_key, as_u64(s.compressed_bytes)).await {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) | Err(StoreError::TooLarge { .. }) => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let claim = Claim {
+        source_bytes: as_u64(s.source_bytes),
+        decoded_bytes: as_u64(s.decoded_bytes),
+        compressed_bytes: as_u64(s.compressed_bytes),
+        sha256: s.sha256.clone().try_into().unwrap_or([0; 32]),
+    };
+    let lines = tokio::task::spawn_blocking(move || segment::verify_lines(&bytes, &claim))
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("count task failed: {e}")))?;
+    Ok(lines.unwrap_or(0))
 }
 
 /// Lines in a segment's decoded bytes (each ends with `\n`; a last line without one counts).

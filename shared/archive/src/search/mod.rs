@@ -1,6 +1,6 @@
-//! Search over the archive (issue 34; docs/transcript-search.md): every recorded segment's lines
-//! indexed in Postgres when the segment is recorded ([`index`], called by
-//! [`crate::files::complete`] in the recording transaction), and found per org ([`find`]) with
+//! Search over the archive (issue 34; docs/transcript-search.md): every recorded segment queued
+//! for the index in the transaction that records it ([`crate::files::complete`]) and its lines
+//! indexed in Postgres by [`index::drain`], then found per org ([`find`]) with
 //! the document search's query language plus exact code tokens ([`query`], [`tokens`]), with
 //! escaped, marked snippets ([`snippet`]).
 //!

@@ -103,6 +103,8 @@ pub enum QueryError {
     Control,
     #[error("the query only excludes: say what to find")]
     OnlyExclusions,
+    #[error("an excluded word cannot be an alternative (a or -b): exclude it outside the or")]
+    ExcludedAlternative,
 }
 
 /// Parse `text` (see the module doc).
@@ -139,6 +141,13 @@ pub fn parse(text: &str) -> Result<Query, QueryError> {
     }
     if q.groups.iter().flatten().all(|c| c.negated) {
         return Err(QueryError::OnlyExclusions);
+    }
+    // `a or -b` would match nearly every line (and read the whole index).
+    if q.groups
+        .iter()
+        .any(|g| g.len() > 1 && g.iter().any(|c| c.negated))
+    {
+        return Err(QueryError::ExcludedAlternative);
     }
     Ok(q)
 }
@@ -257,12 +266,25 @@ impl Query {
         self.clauses().flat_map(|c| c.term.leaves())
     }
 
-    /// The words to mark in snippets (positive terms only).
-    pub fn marks(&self) -> Vec<&str> {
+    /// Whether each leaf ([`Query::leaves`]) is excluded.
+    pub fn leaves_negated(&self) -> impl Iterator<Item = bool> + '_ {
         self.clauses()
+            .flat_map(|c| std::iter::repeat_n(c.negated, c.term.leaves().len()))
+    }
+
+    /// The words to mark in snippets: the positive terms as typed, and the lexemes the
+    /// dictionary made of them (`normalized`, in leaf order; the quoted parts of each).
+    pub fn marks<'a>(&'a self, normalized: &'a [String]) -> Vec<&'a str> {
+        let typed = self
+            .clauses()
             .filter(|c| !c.negated)
-            .flat_map(|c| c.term.texts())
-            .collect()
+            .flat_map(|c| c.term.texts());
+        let lexemes = self
+            .leaves_negated()
+            .zip(normalized)
+            .filter(|(negated, _)| !negated)
+            .flat_map(|(_, n)| n.split('\'').skip(1).step_by(2));
+        typed.chain(lexemes).collect()
     }
 }
 
@@ -280,9 +302,9 @@ mod tests {
 
     #[test]
     fn words_phrases_exclusions_and_or_as_the_document_search_reads_them() {
-        let q = parse(r#"tls "handshake failed" -docker or podman"#).unwrap();
-        assert_eq!(q.groups.len(), 3);
-        assert_eq!(q.groups[2].len(), 2, "or joins its neighbours");
+        let q = parse(r#"tls "handshake failed" -docker podman or kubernetes"#).unwrap();
+        assert_eq!(q.groups.len(), 4);
+        assert_eq!(q.groups[3].len(), 2, "or joins its neighbours");
         assert_eq!(
             terms(r#"-"flaky test" retry"#),
             vec![
@@ -338,6 +360,21 @@ mod tests {
         assert_eq!(parse("-only"), Err(QueryError::OnlyExclusions));
         assert_eq!(parse("a\u{0}b"), Err(QueryError::Control));
         assert_eq!(parse(&"w ".repeat(40)), Err(QueryError::TooManyTerms));
+        assert_eq!(
+            parse("tls or -docker"),
+            Err(QueryError::ExcludedAlternative)
+        );
+        assert!(parse("tls or ssl -docker").is_ok());
+    }
+
+    #[test]
+    fn marks_are_the_positive_words_and_their_lexemes_never_operators_or_exclusions() {
+        let q = parse("\"connection to the server\" -docker").unwrap();
+        let normalized = ["'connect' <3> 'server'".to_owned(), "'docker'".to_owned()];
+        assert_eq!(
+            q.marks(&normalized),
+            ["connection to the server", "connect", "server"]
+        );
     }
 
     #[test]

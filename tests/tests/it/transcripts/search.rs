@@ -404,6 +404,7 @@ async fn bad_input_is_400_with_a_code() {
         (vec![("q", "")], "invalid_query"),
         (vec![], "invalid_query"),
         (vec![("q", "-tls")], "invalid_query"),
+        (vec![("q", "tls or -docker")], "invalid_query"),
         (vec![("q", "tls"), ("colour", "red")], "invalid_parameter"),
         (vec![("q", "tls"), ("role", "admin")], "invalid_parameter"),
         (
@@ -537,5 +538,67 @@ async fn a_secret_planted_in_a_local_transcript_is_not_findable_after_the_client
     assert!(
         !hits(&e, &token, &[("q", "REDACTED")]).await.is_empty(),
         "the placeholders are there"
+    );
+}
+
+#[tokio::test]
+async fn segments_recorded_before_the_search_existed_are_indexed_by_reindex_with_their_lines_numbered()
+ {
+    let e = env().await;
+    let token = read_token(&e, e.org).await;
+    let first = session_lines(2);
+    for (offset, text) in [(0, first.clone()), (first.len() as u64, session_lines(3))] {
+        let r = e.upload(1, offset, &segment(text.as_bytes())).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+    }
+    // As an archive recorded before migration 0015 is: nothing queued, nothing counted.
+    e.exec("DELETE FROM transcript_index_queue").await;
+    e.exec("UPDATE transcript_files SET line_count = 0").await;
+    let vars = vec![
+        ("DATABASE_URL".to_owned(), e.db.url().expose().to_owned()),
+        (
+            "TRANSCRIPT_DATA_DIR".to_owned(),
+            e.dir.display().to_string(),
+        ),
+    ];
+    let (code, out) = syncplane_tests::cli::syncplane(&vars, &["transcripts", "reindex"]).await;
+    assert_eq!(code, std::process::ExitCode::SUCCESS, "{out}");
+    let said: Value = serde_json::from_str(out.trim()).unwrap();
+    assert_eq!(
+        (
+            said["files"].clone(),
+            said["segments"].clone(),
+            said["indexedSegments"].clone()
+        ),
+        (json!(1), json!(2), json!(2))
+    );
+    let lines: Vec<i64> = hits(&e, &token, &[("q", "ECONNREFUSED")])
+        .await
+        .iter()
+        .map(|h| h["line"].as_i64().unwrap())
+        .collect();
+    assert_eq!(lines, vec![7, 3]);
+    assert_eq!(e.count("SELECT line_count FROM transcript_files").await, 8);
+    let (_, again) = syncplane_tests::cli::syncplane(&vars, &["transcripts", "reindex"]).await;
+    let again: Value = serde_json::from_str(again.trim()).unwrap();
+    assert_eq!(again["files"], 0, "nothing to do a second time");
+}
+
+#[tokio::test]
+async fn a_tool_name_with_control_characters_is_indexed_cleaned_and_does_not_stop_the_queue() {
+    let e = env().await;
+    let token = read_token(&e, e.org).await;
+    let odd = json!({"type": "assistant", "message": {"role": "assistant", "content": [
+        {"type": "tool_use", "id": "t1", "name": "x\u{0}y\u{7}", "input": {"command": "uniqueword_one"}}]}});
+    let first = format!("{odd}\n");
+    record(&e, 1, 0, &first).await;
+    record(&e, 1, first.len() as u64, &session_lines(2)).await;
+    let found = hits(&e, &token, &[("q", "uniqueword_one")]).await;
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["toolName"], "xy");
+    assert_eq!(
+        hits(&e, &token, &[("q", "ECONNREFUSED")]).await.len(),
+        1,
+        "the next segment too"
     );
 }
