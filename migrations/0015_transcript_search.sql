@@ -6,8 +6,9 @@
 --
 -- One row per line of a segment (a line whose text is longer than a part is several rows, one
 -- per part), with the line's role, tool and time, its text (user prompts, assistant text, tool
--- calls' inputs and tool results; never JSON keys or ids) and one vector: the text through the
--- English dictionary, plus the line's code tokens (`ECONNREFUSED`, `src/main.rs`,
+-- calls' inputs and tool results; never JSON keys or ids) and one vector, built by the indexer
+-- (`syncplane_archive::search::lexer`): the words stemmed as Postgres's `english` configuration
+-- stems them, with their positions, plus the line's code tokens (`ECONNREFUSED`, `src/main.rs`,
 -- `snake_case_name`, `--flag`) as exact lexemes, which the dictionary would stem or split.
 --
 -- The index follows the archive: a row belongs to its segment (deleted with it, so retention
@@ -66,3 +67,14 @@ create table transcript_index_queue (
         references transcript_segments (file_row, generation, start_offset) on delete cascade
 );
 create index transcript_index_queue_age_idx on transcript_index_queue (queued_at);
+
+-- The lines' text and vectors compressed with lz4 where the server has it (faster than the
+-- default pglz; a server built without it keeps pglz).
+do $$
+begin
+    alter table transcript_lines alter column body set compression lz4;
+    alter table transcript_lines alter column search_vector set compression lz4;
+exception when feature_not_supported or invalid_parameter_value then
+    null;
+end
+$$;

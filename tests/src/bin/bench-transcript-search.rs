@@ -314,10 +314,12 @@ impl File<'_> {
 
     async fn send(&self, state: &IngestState, method: &str, path: &str, body: &[u8]) -> Value {
         let auth = format!("Bearer {}", self.org.device);
-        let headers = [
-            ("authorization", auth.as_str()),
-            ("content-type", "application/json"),
-        ];
+        let kind = if method == "PUT" {
+            "application/octet-stream"
+        } else {
+            "application/json"
+        };
+        let headers = [("authorization", auth.as_str()), ("content-type", kind)];
         let r = reply(handle(state, request(method, path, &headers, Some(body))).await);
         assert_eq!(r.status, 200, "{method} {path}: {}", r.body);
         r.body
@@ -420,6 +422,7 @@ async fn run_searches(
     let mut out = Vec::new();
     for (name, make) in &classes {
         let mut times = Vec::new();
+        let mut slowest: Option<(Duration, String)> = None;
         for _ in 0..args.queries {
             let org = &orgs[r.below(orgs.len())];
             let mut q = make(&mut r);
@@ -430,7 +433,14 @@ async fn run_searches(
             }
             let pairs: Vec<(&str, &str)> =
                 q.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-            times.push(search(state, &org.read, &pairs).await.1);
+            let took = search(state, &org.read, &pairs).await.1;
+            if slowest.as_ref().is_none_or(|(t, _)| took > *t) {
+                slowest = Some((took, format!("{pairs:?}")));
+            }
+            times.push(took);
+        }
+        if let Some((t, q)) = slowest {
+            println!("{name}: slowest {:.1} ms: {q}", ms(t));
         }
         times.sort();
         out.push(((*name).to_owned(), times));

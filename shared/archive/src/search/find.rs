@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use sqlx::{PgPool, QueryBuilder};
 
 use super::extract::Role;
+use super::lexer;
 use super::query::{Query, Term};
 use super::snippet::{needles, snippet};
 
@@ -115,7 +116,7 @@ syncplane_core::from_row!(HitRow {
 
 /// Run `s` (see the module doc).
 pub async fn find(pool: &PgPool, s: &Search<'_>) -> Result<Page, sqlx::Error> {
-    let normalized = normalize(pool, s.query).await?;
+    let normalized = normalize(s.query);
     let Some(tsquery) = s.query.tsquery(&normalized) else {
         // Only stop words: nothing can match.
         return Ok(Page {
@@ -214,29 +215,16 @@ impl HitRow {
     }
 }
 
-/// Each leaf's prose as Postgres's English dictionary normalizes it (`""` for code terms and
-/// for prose that is all stop words).
-async fn normalize(pool: &PgPool, q: &Query) -> Result<Vec<String>, sqlx::Error> {
-    let (kinds, texts): (Vec<&str>, Vec<&str>) = q
-        .leaves()
+/// Each leaf's prose as the index's lexer makes it ([`lexer`]; `""` for code terms and for prose
+/// that is all stop words).
+fn normalize(q: &Query) -> Vec<String> {
+    q.leaves()
         .map(|t| match t {
-            Term::Words(w) => ("plain", w.as_str()),
-            Term::Phrase(p) => ("phrase", p.as_str()),
-            Term::Code(_) | Term::All(_) => ("code", ""),
+            Term::Words(w) => lexer::plain_query(w),
+            Term::Phrase(p) => lexer::phrase_query(p),
+            Term::Code(_) | Term::All(_) => String::new(),
         })
-        .unzip();
-    sqlx::query_scalar(
-        "SELECT CASE x.kind
-                    WHEN 'plain' THEN plainto_tsquery('english', x.text)::text
-                    WHEN 'phrase' THEN phraseto_tsquery('english', x.text)::text
-                    ELSE '' END
-           FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS x(kind, text, n)
-          ORDER BY x.n",
-    )
-    .bind(kinds)
-    .bind(texts)
-    .fetch_all(pool)
-    .await
+        .collect()
 }
 
 /// The fingerprint of a search's query and filters (not its page).

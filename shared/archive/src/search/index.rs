@@ -1,6 +1,6 @@
-//! Indexing recorded segments (migration 0015): each line's searchable text ([`super::extract`])
-//! and code tokens ([`super::tokens`]), prepared off the async runtime ([`prepare`]) and
-//! written with their line numbers ([`write`]).
+//! Indexing recorded segments (migration 0015): each line's searchable text ([`super::extract`]),
+//! its vector (words through [`super::lexer`], code tokens from [`super::tokens`]), prepared off
+//! the async runtime ([`prepare`]) and written with their line numbers ([`write`]).
 //!
 //! The transaction that records a segment ([`crate::files::complete`], whichever path called it)
 //! queues it in `transcript_index_queue` with its first line number; [`drain`] indexes what is
@@ -14,6 +14,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgPool, Postgres, Transaction};
 
 use super::extract::Extractor;
+use super::lexer;
 use super::tokens::code_tokens;
 use crate::segment::{self, Claim};
 use crate::store::{Store, StoreError};
@@ -34,7 +35,8 @@ struct Row {
     tool_name: Option<String>,
     at: Option<DateTime<Utc>>,
     body: String,
-    codes: String,
+    /// The row's `tsvector` literal ([`lexer::vector`]).
+    vector: String,
 }
 
 /// A segment's rows, ready to write, and its number of lines.
@@ -50,6 +52,7 @@ pub struct Prepared {
 /// Prepare the rows of a segment's `decoded` lines; line numbers are relative (1 = its first).
 pub fn prepare(decoded: &[u8]) -> Prepared {
     let mut x = Extractor::default();
+    let mut lexer = lexer::Lexer::default();
     let mut out = Prepared::default();
     let mut last_at = None;
     let body = decoded.strip_suffix(b"\n").unwrap_or(decoded);
@@ -73,7 +76,7 @@ pub fn prepare(decoded: &[u8]) -> Prepared {
                 role: e.role.map(|r| r.as_str()),
                 tool_name: e.tool_name.clone(),
                 at,
-                codes: code_tokens(text).into_iter().collect::<Vec<_>>().join(" "),
+                vector: lexer.vector(text, &code_tokens(text)),
                 body: text.to_owned(),
             });
         }
@@ -134,11 +137,10 @@ pub async fn write(
                     at, body, search_vector)
              SELECT $1, $2, $3, $4, $5, $6, l.segment_line, $7 + l.line, l.part, l.role,
                     l.tool_name, coalesce(l.at, $16), l.body,
-                    to_tsvector('english', l.body)
-                        || array_to_tsvector(string_to_array(l.codes, ' '))
+                    l.vector::tsvector
                FROM unnest($8::int[], $9::bigint[], $10::int[], $11::text[], $12::text[],
                            $13::timestamptz[], $14::text[], $15::text[])
-                    AS l(segment_line, line, part, role, tool_name, at, body, codes)",
+                    AS l(segment_line, line, part, role, tool_name, at, body, vector)",
         )
         .bind(place.org_id)
         .bind(place.file_row)
@@ -159,7 +161,7 @@ pub async fn write(
         )
         .bind(chunk.iter().map(|r| r.at).collect::<Vec<_>>())
         .bind(chunk.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|r| r.codes.as_str()).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|r| r.vector.as_str()).collect::<Vec<_>>())
         .bind(place.recorded_at)
         .execute(&mut **tx)
         .await?;
@@ -225,6 +227,11 @@ pub async fn drain(pool: &PgPool, store: &Store, max_segments: u64) -> Result<Dr
     let mut done = Drained::default();
     while done.segments < max_segments {
         let mut tx = pool.begin().await?;
+        // A commit lost in a crash loses the lines and the queue row's removal together: the
+        // segment is queued again, so nothing is lost by not waiting for the flush.
+        sqlx::query("SET LOCAL synchronous_commit = off")
+            .execute(&mut *tx)
+            .await?;
         let Some(q) = next_queued(&mut tx).await? else {
             break;
         };

@@ -11,6 +11,7 @@
 pub mod extract;
 pub mod find;
 pub mod index;
+pub mod lexer;
 pub mod query;
 pub mod snippet;
 pub mod tokens;

@@ -3,9 +3,9 @@
 //! `snake_case_name`, `--flag`: [`super::tokens::is_code_token`]), matched as they are
 //! (case-insensitively) rather than through the English dictionary.
 //!
-//! [`parse`] turns the text into terms; [`Query::tsquery`] writes the `tsquery` once Postgres has
-//! normalized the prose terms (`plainto_tsquery` / `phraseto_tsquery('english', …)`): code
-//! terms are quoted lexemes, never parsed by the dictionary. `a b or c -d` is `a & (b | c) & !d`.
+//! [`parse`] turns the text into terms; [`Query::tsquery`] writes the `tsquery` once the prose
+//! terms are normalized by the index's own lexer ([`super::lexer`]): code terms are quoted
+//! lexemes, never stemmed. `a b or c -d` is `a & (b | c) & !d`.
 
 use super::tokens::{is_boundary, is_code_token, quoted_lexeme, trim_token};
 

@@ -17,7 +17,8 @@ pub const MAX_CODE_TOKENS_PER_ROW: usize = 2_000;
 /// Most `/` suffixes one path adds.
 const MAX_PATH_SUFFIXES: usize = 6;
 
-/// Characters that end a token in running text (whitespace, quotes, brackets, separators).
+/// Characters that end a token in running text (whitespace, quotes, brackets, separators). Not
+/// `<` and `>`: a type (`Arc<Mutex<State>>`, `Vec<u8>`) is one token.
 pub fn is_boundary(c: char) -> bool {
     c.is_whitespace()
         || matches!(
@@ -30,8 +31,6 @@ pub fn is_boundary(c: char) -> bool {
                 | ']'
                 | '{'
                 | '}'
-                | '<'
-                | '>'
                 | ','
                 | ';'
                 | '='
@@ -70,11 +69,14 @@ pub fn is_code_token(t: &str) -> bool {
     let mut chars = t.chars();
     chars.next();
     let inner = chars.as_str();
-    if !t.chars().any(char::is_alphabetic) {
-        return false;
-    }
+    let letters = t.chars().any(char::is_alphabetic);
+    let digits = t.chars().any(|c| c.is_ascii_digit());
     let separated = t.contains(['_', '/', '\\']) || inner.contains(['.', ':']);
-    let mixed = t.chars().any(|c| c.is_ascii_digit());
+    // An address or a version (`127.0.0.1:5432`, `1.2.3`) is one token, as a path is.
+    if !letters {
+        return separated && digits;
+    }
+    let mixed = digits;
     let capital_inside = inner.chars().any(char::is_uppercase)
         && t.chars().filter(|c| c.is_alphabetic()).count() >= 3;
     separated || mixed || capital_inside
@@ -153,10 +155,14 @@ mod tests {
             "std::io::Error",
             "C:\\Users\\x",
             "main.rs",
+            "127.0.0.1:5432",
+            "Arc<Mutex<State>>",
+            "1.2.3",
         ] {
             assert!(is_code_token(code), "{code}");
         }
         for prose in [
+            "3",
             "the",
             "error",
             "Connection",
