@@ -6,7 +6,7 @@ use super::{SESSION, Site, TARGET, TOKEN, go};
 use syncplane_tests::browser::{DESKTOP, MOBILE_WIDTH};
 
 /// The pages: name (the screenshot's), hash, and a selector that says the page's data is in.
-const PAGES: [(&str, &str, &str); 8] = [
+const PAGES: [(&str, &str, &str); 9] = [
     ("search", "#/search?q=deploy", "#sp-results .hit"),
     ("repos", "#/repos", "main tbody tr"),
     ("repository", "#/repos/acme/handbook", "main ul.docs li"),
@@ -19,6 +19,7 @@ const PAGES: [(&str, &str, &str); 8] = [
     ("sessions", "#/sessions", "main tbody tr"),
     ("transcript", "", "main .turn"),
     ("insights", "#/insights", "main svg.chart"),
+    ("transcripts", "#/transcripts?q=deployed", "main .hits li"),
 ];
 
 #[tokio::test]
