@@ -20,7 +20,7 @@ use serde_json::json;
 use shared::archive::retention;
 use shared::archive::search::index;
 use shared::archive::store::Store;
-use shared::config::Config;
+use shared::config::{Config, TenantConfig};
 use shared::ingest::transcripts::TranscriptsState;
 
 #[derive(Subcommand)]
@@ -84,16 +84,7 @@ async fn reindex(
     only: Option<&str>,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
-    if let Some(t) = only
-        && config.tenant(t).is_none()
-    {
-        anyhow::bail!("unknown tenant '{t}'");
-    }
-    for tenant in config
-        .tenants
-        .iter()
-        .filter(|t| only.is_none_or(|o| t.id.as_str() == o))
-    {
+    for tenant in tenants(config, only)? {
         let pool = shared::db::connect_tenant(tenant, 2).await?;
         let done = async {
             let queued = index::backfill(&pool, store).await?;
@@ -119,30 +110,15 @@ async fn usage(
     org: Option<&str>,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
-    if let Some(t) = only
-        && config.tenant(t).is_none()
-    {
-        anyhow::bail!("unknown tenant '{t}'");
-    }
     let mut found = false;
-    for tenant in config
-        .tenants
-        .iter()
-        .filter(|t| only.is_none_or(|o| t.id.as_str() == o))
-    {
+    for tenant in tenants(config, only)? {
         let pool = shared::db::connect_tenant(tenant, 1).await?;
         let kept = shared::archive::usage::kept(&pool, None).await;
         pool.close().await;
         let kept = kept.with_context(|| format!("tenant {}: transcripts usage", tenant.id))?;
         for k in kept.iter().filter(|k| org.is_none_or(|o| k.org == o)) {
             found = true;
-            let mut line = json!({ "tenant": tenant.id.as_str() });
-            if let (Some(line), serde_json::Value::Object(fields)) =
-                (line.as_object_mut(), serde_json::to_value(k)?)
-            {
-                line.extend(fields);
-            }
-            writeln!(out, "{line}")?;
+            writeln!(out, "{}", tenant_line(tenant, k)?)?;
         }
     }
     if let Some(o) = org
@@ -161,29 +137,44 @@ pub async fn expire(
     batch: i64,
     out: &mut dyn Write,
 ) -> anyhow::Result<ExitCode> {
+    for tenant in tenants(config, only)? {
+        let pool = shared::db::connect_tenant(tenant, 1).await?;
+        let done = retention::expire(&pool, store, chrono::Utc::now(), batch).await;
+        pool.close().await;
+        let done = done.with_context(|| format!("tenant {}: transcripts expire", tenant.id))?;
+        writeln!(out, "{}", tenant_line(tenant, &done)?)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The configured tenants, or the one `only` names (an unknown one is an error).
+fn tenants<'a>(
+    config: &'a Config,
+    only: Option<&'a str>,
+) -> anyhow::Result<impl Iterator<Item = &'a TenantConfig>> {
     if let Some(t) = only
         && config.tenant(t).is_none()
     {
         anyhow::bail!("unknown tenant '{t}'");
     }
-    let tenants = config
+    Ok(config
         .tenants
         .iter()
-        .filter(|t| only.is_none_or(|o| t.id.as_str() == o));
-    for tenant in tenants {
-        let pool = shared::db::connect_tenant(tenant, 1).await?;
-        let done = retention::expire(&pool, store, chrono::Utc::now(), batch).await;
-        pool.close().await;
-        let done = done.with_context(|| format!("tenant {}: transcripts expire", tenant.id))?;
-        let mut line = json!({ "tenant": tenant.id.as_str() });
-        if let (Some(line), serde_json::Value::Object(counts)) =
-            (line.as_object_mut(), serde_json::to_value(done)?)
-        {
-            line.extend(counts);
-        }
-        writeln!(out, "{line}")?;
+        .filter(move |t| only.is_none_or(|o| t.id.as_str() == o)))
+}
+
+/// One output line: `{"tenant": ...}` and the fields of `what`.
+fn tenant_line(
+    tenant: &TenantConfig,
+    what: &impl serde::Serialize,
+) -> anyhow::Result<serde_json::Value> {
+    let mut line = json!({ "tenant": tenant.id.as_str() });
+    if let (Some(line), serde_json::Value::Object(fields)) =
+        (line.as_object_mut(), serde_json::to_value(what)?)
+    {
+        line.extend(fields);
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(line)
 }
 
 /// The archive's store as the ingest function builds it from the configuration

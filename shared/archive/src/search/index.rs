@@ -193,11 +193,7 @@ struct Queued {
     generation: i32,
     segment_offset: i64,
     first_line: i64,
-    object_key: String,
-    compressed_bytes: i64,
-    decoded_bytes: i64,
-    source_bytes: i64,
-    sha256: Vec<u8>,
+    segment: SegmentRef,
     org_id: i64,
     compute_target_id: String,
     session_id: String,
@@ -209,17 +205,12 @@ syncplane_core::from_row!(Queued {
     generation,
     segment_offset,
     first_line,
-    object_key,
-    compressed_bytes,
-    decoded_bytes,
-    source_bytes,
-    sha256,
     org_id,
     compute_target_id,
     session_id,
     current_generation,
     recorded_at
-});
+} flatten { segment });
 
 /// Index up to `max_segments` queued segments, oldest first; concurrent drains take different
 /// segments (`SKIP LOCKED`).
@@ -258,7 +249,7 @@ pub async fn drain(pool: &PgPool, store: &Store, max_segments: u64) -> Result<Dr
                 }
                 Err(sqlx::Error::Database(e)) => {
                     part.rollback().await?;
-                    tracing::warn!(key = %q.object_key, error = %e, "segment not indexed: its rows were refused");
+                    tracing::warn!(key = %q.segment.object_key, error = %e, "segment not indexed: its rows were refused");
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -280,7 +271,8 @@ pub async fn drain(pool: &PgPool, store: &Store, max_segments: u64) -> Result<Dr
 
 async fn next_queued(tx: &mut Transaction<'_, Postgres>) -> Result<Option<Queued>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT q.file_row, q.generation, q.segment_offset, q.first_line, s.object_key,
+        "SELECT q.file_row, q.generation, q.segment_offset, q.first_line, s.start_offset,
+                s.object_key,
                 s.compressed_bytes, s.decoded_bytes, s.source_bytes, s.sha256, f.org_id,
                 f.compute_target_id, f.session_id, f.generation AS current_generation,
                 s.created_at AS recorded_at
@@ -301,30 +293,43 @@ async fn next_queued(tx: &mut Transaction<'_, Postgres>) -> Result<Option<Queued
 /// The segment's object, verified again (bounded) and prepared; an object that is gone or no
 /// longer what was recorded is indexed as nothing (logged), so it does not block the queue.
 async fn read_and_prepare(store: &Store, q: &Queued) -> Result<Prepared, DrainError> {
+    let prepared = read_stored(store, &q.segment, |bytes, claim| {
+        segment::verify_decoded(bytes, claim).map(|d| prepare(&d))
+    })
+    .await?;
+    Ok(prepared.unwrap_or_default())
+}
+
+/// A recorded segment's object read again, verified (bounded) and given to `read` off the async
+/// runtime; `None` (logged) when it is gone or no longer what was recorded.
+async fn read_stored<T: Send + 'static>(
+    store: &Store,
+    s: &SegmentRef,
+    read: fn(&[u8], &Claim) -> Result<T, segment::Mismatch>,
+) -> Result<Option<T>, DrainError> {
     let as_u64 = |n: i64| u64::try_from(n).unwrap_or(0);
-    let bytes = match store.get(&q.object_key, as_u64(q.compressed_bytes)).await {
+    let bytes = match store.get(&s.object_key, as_u64(s.compressed_bytes)).await {
         Ok(Some(bytes)) => bytes,
         Ok(None) | Err(StoreError::TooLarge { .. }) => {
-            tracing::warn!(key = %q.object_key, "queued segment gone or changed in the store: not indexed");
-            return Ok(Prepared::default());
+            tracing::warn!(key = %s.object_key, "recorded segment gone or changed in the store");
+            return Ok(None);
         }
         Err(e) => return Err(e.into()),
     };
     let claim = Claim {
-        source_bytes: as_u64(q.source_bytes),
-        decoded_bytes: as_u64(q.decoded_bytes),
-        compressed_bytes: as_u64(q.compressed_bytes),
-        sha256: q.sha256.clone().try_into().unwrap_or([0; 32]),
+        source_bytes: as_u64(s.source_bytes),
+        decoded_bytes: as_u64(s.decoded_bytes),
+        compressed_bytes: as_u64(s.compressed_bytes),
+        sha256: s.sha256.clone().try_into().unwrap_or([0; 32]),
     };
-    let verdict = tokio::task::spawn_blocking(move || {
-        segment::verify_decoded(&bytes, &claim).map(|d| prepare(&d))
-    })
-    .await
-    .map_err(|e| StoreError::Unavailable(format!("index task failed: {e}")))?;
-    Ok(verdict.unwrap_or_else(|m| {
-        tracing::warn!(key = %q.object_key, problem = %m, "queued segment unreadable: not indexed");
-        Prepared::default()
-    }))
+    let verdict = tokio::task::spawn_blocking(move || read(&bytes, &claim))
+        .await
+        .map_err(|e| StoreError::Unavailable(format!("segment task failed: {e}")))?;
+    Ok(verdict
+        .inspect_err(
+            |m| tracing::warn!(key = %s.object_key, problem = %m, "recorded segment unreadable"),
+        )
+        .ok())
 }
 
 /// Queue a segment just recorded (in the recording transaction), its first line `first_line`.
@@ -462,22 +467,9 @@ async fn requeue_file(pool: &PgPool, store: &Store, file_row: i64) -> Result<u64
 
 /// The lines of a stored segment (0 when it is gone or no longer what was recorded).
 async fn stored_lines(store: &Store, s: &SegmentRef) -> Result<i64, DrainError> {
-    let as_u64 = |n: i64| u64::try_from(n).unwrap_or(0);
-    let bytes = match store.get(&s.object_key, as_u64(s.compressed_bytes)).await {
-        Ok(Some(bytes)) => bytes,
-        Ok(None) | Err(StoreError::TooLarge { .. }) => return Ok(0),
-        Err(e) => return Err(e.into()),
-    };
-    let claim = Claim {
-        source_bytes: as_u64(s.source_bytes),
-        decoded_bytes: as_u64(s.decoded_bytes),
-        compressed_bytes: as_u64(s.compressed_bytes),
-        sha256: s.sha256.clone().try_into().unwrap_or([0; 32]),
-    };
-    let lines = tokio::task::spawn_blocking(move || segment::verify_lines(&bytes, &claim))
-        .await
-        .map_err(|e| StoreError::Unavailable(format!("count task failed: {e}")))?;
-    Ok(lines.unwrap_or(0))
+    Ok(read_stored(store, s, segment::verify_lines)
+        .await?
+        .unwrap_or(0))
 }
 
 /// Lines in a segment's decoded bytes (each ends with `\n`; a last line without one counts).
