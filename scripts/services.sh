@@ -207,9 +207,20 @@ fi
 # and SSM for the secrets-by-reference tests.
 SQS_PORT="${SYNCPLANE_MOTO_PORT:-4566}"
 sqs_up() { curl -s -o /dev/null --max-time 2 "http://127.0.0.1:${SQS_PORT}/" 2>/dev/null; }
-if ! command -v moto_server >/dev/null 2>&1 || ! moto_server --help >/dev/null 2>&1; then
-  echo "installing the AWS emulator: pip install moto[server] (Python package)"
-  pip install -q "moto[server]" >/dev/null
+# 5.2.6 at least: earlier 5.2 releases answer CompleteMultipartUpload with another root element
+# than S3's (getmoto/moto#10055), which the AWS SDK cannot read (the exports' multipart upload).
+MOTO_MIN=5.2.6
+moto_current() {
+  python3 - "$MOTO_MIN" <<'PY' 2>/dev/null
+import sys
+from importlib.metadata import version
+have = tuple(int(p) for p in version("moto").split(".")[:3])
+sys.exit(0 if have >= tuple(int(p) for p in sys.argv[1].split(".")) else 1)
+PY
+}
+if ! command -v moto_server >/dev/null 2>&1 || ! moto_server --help >/dev/null 2>&1 || ! moto_current; then
+  echo "installing the AWS emulator: pip install moto[server]>=$MOTO_MIN (Python package)"
+  pip install -q "moto[server]>=$MOTO_MIN" >/dev/null
   hash -r
 fi
 if ! sqs_up; then

@@ -9,6 +9,7 @@ use shared::config::Config;
 
 pub mod database;
 pub mod demo;
+pub mod export;
 pub mod provision;
 pub mod report;
 pub mod search;
@@ -59,6 +60,10 @@ pub enum Command {
     /// The transcript archive: `expire` deletes what the orgs' retention says is due.
     #[command(subcommand)]
     Transcripts(transcripts::TranscriptsCommand),
+    /// Export an org's sessions (JSON Lines or CSV) or a session's redacted transcript to
+    /// stdout, streamed.
+    #[command(subcommand)]
+    Export(export::ExportCommand),
     /// The local run's demo data (SYNCPLANE_LOCAL=1): `load` syncs the demo repositories and
     /// loads example sessions and a transcript, `remove` takes all of it out again.
     #[command(subcommand)]
@@ -87,6 +92,7 @@ pub async fn run(cli: Cli, config: &Config, out: &mut dyn Write) -> anyhow::Resu
         Command::Ingest(cmd) => provision::run(config, cmd, out).await,
         Command::Transcripts(cmd) => transcripts::run(config, cmd, out).await,
         Command::Demo(cmd) => demo::run(config, cmd, out).await,
+        Command::Export(cmd) => export::run(config, cmd, out).await,
         Command::Serve(args) => serve::run(config, &args, out).await,
     }
 }
@@ -116,7 +122,7 @@ impl Command {
             Command::Reap(a) | Command::Drain(a) => named(&a.tenant),
             Command::Search(a) => a.tenant.as_deref().map_or(Databases::First, Databases::One),
             Command::Status { .. } => Databases::All,
-            Command::Ingest(_) | Command::Demo(_) => Databases::First,
+            Command::Ingest(_) | Command::Demo(_) | Command::Export(_) => Databases::First,
             Command::Transcripts(
                 transcripts::TranscriptsCommand::Expire { tenant, .. }
                 | transcripts::TranscriptsCommand::Usage { tenant, .. }

@@ -61,6 +61,8 @@ pub mod path {
     pub const SEARCH: &str = "/api/agent-sessions/transcripts/search";
     /// `GET` (read token): what the org's archive keeps, and when its oldest segment expires.
     pub const RETENTION: &str = "/api/agent-sessions/transcripts/retention";
+    /// `GET` (read token): a session's transcript as its redacted JSON Lines.
+    pub const EXPORT: &str = "/api/agent-sessions/transcripts/export";
 }
 
 /// The lane's own `error.code` strings (the metadata lane's `unauthenticated`,
@@ -118,6 +120,8 @@ pub enum Refusal {
     LineTooLarge,
     /// `413`: a session with more files or segments than one listing answers.
     ListingTooLarge,
+    /// `413`: an export over what the ingest function answers whole without a bucket.
+    ExportTooLarge,
     /// The bytes are not `compressedBytes` long.
     LengthMismatch,
     /// The bytes' SHA-256 is not the intent's.
@@ -140,7 +144,7 @@ pub enum Remedy {
 }
 
 impl Refusal {
-    pub const ALL: [Refusal; 22] = [
+    pub const ALL: [Refusal; 23] = [
         Refusal::InvalidJson,
         Refusal::InvalidRequest,
         Refusal::InvalidComputeTargetId,
@@ -159,6 +163,7 @@ impl Refusal {
         Refusal::FileTooLarge,
         Refusal::LineTooLarge,
         Refusal::ListingTooLarge,
+        Refusal::ExportTooLarge,
         Refusal::LengthMismatch,
         Refusal::ChecksumMismatch,
         Refusal::SegmentNotZstd,
@@ -186,6 +191,7 @@ impl Refusal {
             Self::FileTooLarge => "file_too_large",
             Self::LineTooLarge => "line_too_large",
             Self::ListingTooLarge => "listing_too_large",
+            Self::ExportTooLarge => "export_too_large",
             Self::LengthMismatch => "length_mismatch",
             Self::ChecksumMismatch => "checksum_mismatch",
             Self::SegmentNotZstd => "segment_not_zstd",
@@ -200,7 +206,8 @@ impl Refusal {
             | Self::SegmentTooLarge
             | Self::FileTooLarge
             | Self::LineTooLarge
-            | Self::ListingTooLarge => 413,
+            | Self::ListingTooLarge
+            | Self::ExportTooLarge => 413,
             _ => 400,
         }
     }

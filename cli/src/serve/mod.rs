@@ -15,6 +15,7 @@
 //! database answers 503 `database_unreachable` within `shared::db::ACQUIRE_TIMEOUT`); SIGINT and
 //! SIGTERM stop it gracefully, even when started with SIGINT ignored (`stop`).
 
+mod export;
 pub mod gateway;
 pub mod indexer;
 pub mod routes;
@@ -163,6 +164,9 @@ pub fn router(functions: Arc<Functions>) -> axum::Router {
         let functions = functions.clone();
         async move {
             let (parts, body) = req.into_parts();
+            if let Some(streamed) = functions.export(&parts).await {
+                return streamed;
+            }
             let resp = match axum::body::to_bytes(body, gateway::MAX_BODY_BYTES).await {
                 Ok(bytes) => {
                     functions

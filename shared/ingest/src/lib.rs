@@ -21,6 +21,7 @@ pub mod batch;
 pub mod decode;
 pub mod error;
 pub(crate) mod event_rows;
+pub mod export;
 pub mod handler;
 pub mod listing;
 pub mod rate_limit;

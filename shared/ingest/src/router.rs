@@ -1,5 +1,5 @@
 //! The ingest function's one router: each request goes to the lane that owns its path, the
-//! transcript lane (every path under `/api/agent-sessions/transcripts`, with the pool and its own
+//! exports (`crate::export`), the transcript lane (every path under `/api/agent-sessions/transcripts`, with the pool and its own
 //! state only) or the metadata lane (the hello, `POST /sync` and the console's session routes).
 //! Nothing is offered to one lane and then to the other.
 
@@ -34,6 +34,9 @@ pub async fn serve(state: &IngestState, schema: &SchemaGuard, req: Request) -> R
 
 /// Answer one request; never fails (every error is an enveloped response).
 pub async fn handle(state: &IngestState, req: Request) -> Response<Body> {
+    if crate::export::owns(route_path(&req)) {
+        return crate::export::deliver::respond(state, &req).await;
+    }
     if transcripts::owns(route_path(&req)) {
         let lane = Lane {
             pool: &state.pool,

@@ -41,48 +41,12 @@ pub(crate) const TOP_REPOSITORIES: i64 = 20;
 pub(crate) const FRUSTRATED_SCORE: f64 = 0.5;
 
 #[derive(Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
 struct SessionRow {
-    #[serde(skip)]
-    id: i64,
-    session_id: String,
-    compute_target_id: String,
-    agent: String,
-    model: Option<String>,
-    title: Option<String>,
-    status: Option<String>,
-    started_at: Option<DateTime<Utc>>,
-    ended_at: Option<DateTime<Utc>>,
-    updated_at: DateTime<Utc>,
-    last_synced_at: DateTime<Utc>,
-    event_count: i32,
-    input_tokens: Option<i64>,
-    output_tokens: Option<i64>,
-    cost_usd: Option<f64>,
-    repository: Option<String>,
-    branch: Option<String>,
+    #[serde(flatten)]
+    session: crate::export::sessions::Row,
     frustration: Option<Value>,
 }
-syncplane_core::from_row!(SessionRow {
-    id,
-    session_id,
-    compute_target_id,
-    agent,
-    model,
-    title,
-    status,
-    started_at,
-    ended_at,
-    updated_at,
-    last_synced_at,
-    event_count,
-    input_tokens,
-    output_tokens,
-    cost_usd,
-    repository,
-    branch,
-    frustration
-});
+syncplane_core::from_row!(SessionRow { frustration } flatten { session });
 
 /// `GET .../sessions`.
 pub async fn sessions(pool: &PgPool, req: &Request) -> Result<Value, IngestError> {
@@ -122,7 +86,8 @@ pub async fn sessions(pool: &PgPool, req: &Request) -> Result<Value, IngestError
     .map_err(db_failure("list sessions"))?;
     let next = if rows.len() as i64 > limit {
         rows.truncate(limit as usize);
-        rows.last().map(|r| encode_cursor(r.updated_at, r.id))
+        rows.last()
+            .map(|r| encode_cursor(r.session.updated_at, r.session.id))
     } else {
         None
     };

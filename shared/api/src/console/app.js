@@ -512,7 +512,10 @@
         el('div', { class: 'field grow' }, el('label', { for: 'ss-q', text: 'Search transcripts' }), el('input', { id: 'ss-q', type: 'search', name: 'q', autocomplete: 'off' })),
         el('button', { type: 'submit', text: 'Search' }));
       find.addEventListener('submit', (ev) => { ev.preventDefault(); const v = find.querySelector('input').value.trim(); location.hash = '#/transcripts' + (v ? '?q=' + enc(v) : ''); });
-      box.append(find, el('p', { class: 'count', text: `Organization ${d.org}, newest first.` }),
+      const exports = el('p', { class: 'exports' }, 'Export the sessions: ',
+        ...exportButton('CSV', '/api/agent-sessions/sessions/export?format=csv', 'sessions.csv'), ' ',
+        ...exportButton('JSON Lines', '/api/agent-sessions/sessions/export?format=jsonl', 'sessions.jsonl'));
+      box.append(find, el('p', { class: 'count', text: `Organization ${d.org}, newest first.` }), exports,
         wrapTable('Sessions', el('table', {}, el('caption', { text: 'Sessions' }),
           el('thead', {}, el('tr', {}, ['Session', 'Started', 'Agent', 'Model', 'Repository', 'Branch', 'Status', 'Events', 'Tokens in / out', 'Cost'].map((h) => el('th', { scope: 'col', text: h })))),
           tbody)), more);
@@ -524,6 +527,37 @@
         return d2.nextCursor;
       });
     }, true);
+  }
+  // An export (issue 34 point 4), with the organization token a plain link cannot carry. The
+  // local server streams the file itself: saved from here. The deployed function puts it in the
+  // transcript bucket and, asked for JSON, answers its link: opened, the bucket sends the file as
+  // a download (this page's CSP lets it fetch from its own origin only).
+  function exportButton(label, path, name) {
+    const btn = el('button', { type: 'button', class: 'secondary', text: label });
+    const said = el('span', { class: 'note', role: 'status' });
+    btn.addEventListener('click', async () => {
+      btn.disabled = true;
+      said.textContent = 'Exporting…';
+      try {
+        const resp = await fetch(apiUrl(path), { headers: { Authorization: 'Bearer ' + store.getItem(ORG_KEY), Accept: 'application/json' }, credentials: 'omit', cache: 'no-store', referrerPolicy: 'no-referrer' });
+        const type = resp.headers.get('content-type') || '';
+        const body = type.startsWith('application/json') ? await resp.json().catch(() => null) : null;
+        if (!resp.ok) throw new Error((body && body.error && body.error.message) || 'HTTP ' + resp.status);
+        const href = body && body.success ? body.data.url : URL.createObjectURL(await resp.blob());
+        if (!/^(https?:|blob:)/.test(href)) throw new Error('the server answered no link');
+        const a = el('a', { href, download: name, hidden: '' });
+        document.body.append(a);
+        a.click();
+        a.remove();
+        if (href.startsWith('blob:')) setTimeout(() => URL.revokeObjectURL(href), 60000);
+        said.textContent = 'Exported ' + name + '.';
+      } catch (e) {
+        said.textContent = 'The export failed: ' + e.message;
+      } finally {
+        btn.disabled = false;
+      }
+    });
+    return [btn, said];
   }
   // What the organization's transcript archive keeps, after `before` (issue 34 point 5).
   async function showRetention(before) {
@@ -566,6 +600,7 @@
       if (meta && meta.title) { h1.textContent = meta.title; document.title = meta.title + ' · syncplane'; }
       box.append(sessionFacts(id, target, meta, files));
       if (!files.length) { box.append(el('p', { class: 'empty', text: 'This session has no transcript in the archive.' })); return; }
+      box.append(el('p', { class: 'exports' }, ...exportButton('Export the transcript (JSON Lines)', '/api/agent-sessions/transcripts/export?' + q, 'transcript-' + id.replace(/[^A-Za-z0-9._-]/g, '_') + '.jsonl')));
       for (const f of files) {
         const sec = el('section', { class: 'transcript', 'aria-label': 'Transcript ' + f.fileId });
         const list = el('ol', { class: 'turns' });

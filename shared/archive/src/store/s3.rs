@@ -24,6 +24,9 @@ const EMULATOR_REGION: &str = "us-east-1";
 /// The stored objects' type; signed, so the client must send exactly it (moto also stores a
 /// presigned PUT's body only with it).
 pub const CONTENT_TYPE: &str = "application/octet-stream";
+/// A multipart upload's part size ([`S3Store::put_parts`]): S3 takes parts of 5 MiB to 5 GiB
+/// (the last may be smaller) and at most 10,000 of them, so an object of up to 80 GB.
+pub const PART_BYTES: usize = 8 * 1024 * 1024;
 /// SigV4 presigned URLs live at most a week.
 const MAX_PRESIGN: Duration = Duration::from_secs(604_800);
 
@@ -185,6 +188,109 @@ impl S3Store {
             .await
             .map(|_| ())
             .map_err(|e| unavailable("DeleteObject", e))
+    }
+
+    /// Write the chunks `parts` yields under `key` as one object, by multipart upload: the
+    /// chunks are gathered into parts of [`PART_BYTES`] (S3's floor is 5 MiB but for the last),
+    /// one part held at a time, so memory stays flat whatever the object's size. The object is
+    /// stored as `content_type`, downloaded as `filename`. A failure (of the store, or `parts`
+    /// yielding an error) aborts the upload: nothing half-written is left under `key`. Returns
+    /// the bytes written.
+    pub async fn put_parts<E: std::fmt::Display>(
+        &self,
+        key: &str,
+        content_type: &str,
+        filename: &str,
+        parts: &mut tokio::sync::mpsc::Receiver<Result<Vec<u8>, E>>,
+    ) -> Result<u64, StoreError> {
+        let created = self
+            .client
+            .create_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key)
+            .content_type(content_type)
+            .content_disposition(format!("attachment; filename=\"{filename}\""))
+            .send()
+            .await
+            .map_err(|e| unavailable("CreateMultipartUpload", e))?;
+        let upload_id = created.upload_id().unwrap_or_default().to_owned();
+        match self.send_parts(key, &upload_id, parts).await {
+            Ok((done, bytes)) => {
+                self.client
+                    .complete_multipart_upload()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .upload_id(&upload_id)
+                    .multipart_upload(
+                        aws_sdk_s3::types::CompletedMultipartUpload::builder()
+                            .set_parts(Some(done))
+                            .build(),
+                    )
+                    .send()
+                    .await
+                    .map_err(|e| unavailable("CompleteMultipartUpload", e))?;
+                Ok(bytes)
+            }
+            Err(e) => {
+                let aborted = self
+                    .client
+                    .abort_multipart_upload()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .upload_id(&upload_id)
+                    .send()
+                    .await;
+                if let Err(abort) = aborted {
+                    tracing::warn!(error = %DisplayErrorContext(&abort), key, "multipart upload not aborted (the bucket's lifecycle rule removes it)");
+                }
+                Err(e)
+            }
+        }
+    }
+
+    async fn send_parts<E: std::fmt::Display>(
+        &self,
+        key: &str,
+        upload_id: &str,
+        parts: &mut tokio::sync::mpsc::Receiver<Result<Vec<u8>, E>>,
+    ) -> Result<(Vec<aws_sdk_s3::types::CompletedPart>, u64), StoreError> {
+        let mut done = Vec::new();
+        let mut part = Vec::with_capacity(PART_BYTES);
+        let mut total = 0u64;
+        loop {
+            let next = parts.recv().await;
+            let last = next.is_none();
+            if let Some(chunk) = next {
+                let chunk = chunk.map_err(|e| StoreError::Unavailable(format!("export: {e}")))?;
+                total += chunk.len() as u64;
+                part.extend_from_slice(&chunk);
+            }
+            // Every part but the last is at least PART_BYTES; an empty object is one empty part.
+            if part.len() >= PART_BYTES || (last && (!part.is_empty() || done.is_empty())) {
+                let number = i32::try_from(done.len() + 1).unwrap_or(i32::MAX);
+                let body = std::mem::replace(&mut part, Vec::with_capacity(PART_BYTES));
+                let sent = self
+                    .client
+                    .upload_part()
+                    .bucket(&self.bucket)
+                    .key(key)
+                    .upload_id(upload_id)
+                    .part_number(number)
+                    .body(body.into())
+                    .send()
+                    .await
+                    .map_err(|e| unavailable("UploadPart", e))?;
+                done.push(
+                    aws_sdk_s3::types::CompletedPart::builder()
+                        .part_number(number)
+                        .set_e_tag(sent.e_tag().map(str::to_owned))
+                        .build(),
+                );
+            }
+            if last {
+                return Ok((done, total));
+            }
+        }
     }
 
     /// A presigned GET of the object under `key`, valid until `expires_at`.

@@ -19,6 +19,7 @@ use serde_json::Value;
 
 pub use access::{Params, Reading};
 pub use listing::{MAX_LISTED_FILES, MAX_LISTED_SEGMENTS};
+pub(crate) use page::SegmentRow;
 pub use page::{Cursor, bounded_decode};
 
 use super::Lane;

@@ -101,3 +101,45 @@ async fn filters_are_controls_whose_values_live_in_the_url() {
     );
     b.close().await;
 }
+
+/// What the page saved through `URL.createObjectURL`, captured (headless Chromium saves a
+/// download nowhere a test can read).
+const CAPTURE_BLOBS: &str = "window.saved = []; const made = URL.createObjectURL.bind(URL); \
+     URL.createObjectURL = (b) => { b.text().then((t) => window.saved.push(t)); return made(b); }; return true;";
+
+#[tokio::test]
+async fn the_sessions_and_a_transcript_export_from_the_console_as_files() {
+    let site = Site::new().await;
+    let b = site.signed_in(TOKEN, true).await;
+    b.watch_csp().await;
+    go(&b, "#/sessions").await;
+    b.js(CAPTURE_BLOBS).await;
+    b.click("main .exports button:first-of-type").await;
+    b.wait_js("window.saved.length === 1").await;
+    let csv = b.js("return window.saved[0];").await;
+    let csv = csv.as_str().unwrap();
+    assert!(csv.starts_with("computeTargetId,sessionId,title,"), "{csv}");
+    assert!(csv.contains(SESSION), "{csv}");
+    assert!(
+        b.text("main .exports")
+            .await
+            .contains("Exported sessions.csv")
+    );
+
+    go(
+        &b,
+        &format!("#/sessions/{SESSION}?target={}", super::TARGET),
+    )
+    .await;
+    b.js("window.saved = []; return true;").await;
+    b.click("main .exports button").await;
+    b.wait_js("window.saved.length === 1").await;
+    let jsonl = b.js("return window.saved[0];").await;
+    assert_eq!(
+        jsonl.as_str().unwrap().as_bytes(),
+        super::transcript().as_slice(),
+        "the transcript as archived"
+    );
+    assert_eq!(b.csp_violations().await, Vec::<String>::new());
+    b.close().await;
+}

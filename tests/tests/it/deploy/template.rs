@@ -189,6 +189,8 @@ fn every_route_of_the_design_reaches_its_function() {
         ("GET", "/api/agent-sessions/transcripts/segment", "ingest"),
         ("GET", "/api/agent-sessions/transcripts/lines", "ingest"),
         ("GET", "/api/agent-sessions/transcripts/retention", "ingest"),
+        ("GET", "/api/agent-sessions/transcripts/export", "ingest"),
+        ("GET", "/api/agent-sessions/sessions/export", "ingest"),
         ("GET", "/api/agent-sessions/transcripts/search", "ingest"),
         ("GET", "/api/whoami", "sync-api"),
         ("GET", "/", "sync-api"),

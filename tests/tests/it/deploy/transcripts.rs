@@ -1,6 +1,7 @@
 //! template.yaml's transcript bucket (docs/design.md "Transcripts"): what a deploy would accept
 //! and still get wrong - a bucket readable over plain HTTP or by the public, a notification no
-//! worker receives, roles reaching past `transcripts/`.
+//! worker receives, roles reaching past `transcripts/` (and, for the ingest function's exports,
+//! `exports/`).
 
 use serde_yaml_ng::Value;
 use shared::worker::s3_events::{COMPLETE_FAILURES, PREFIX};
@@ -50,8 +51,12 @@ fn actions(statement: &Value) -> Vec<String> {
     a
 }
 
-/// The S3 object actions of function `bin`, after checking they reach `transcripts/*` only.
-fn object_actions(t: &Value, bin: &str) -> Vec<String> {
+/// Where the ingest function writes exports (`shared::ingest::export::deliver`).
+const EXPORTS: &str = "exports/";
+
+/// The S3 object actions of function `bin` on objects under `prefix`, after checking every
+/// statement reaches `transcripts/*` or `exports/*` only.
+fn object_actions(t: &Value, bin: &str, prefix: &str) -> Vec<String> {
     let (_, f) = function_of(t, bin);
     let mut object = Vec::new();
     for s in inline_statements(f) {
@@ -69,12 +74,15 @@ fn object_actions(t: &Value, bin: &str) -> Vec<String> {
             );
             continue;
         }
-        assert_eq!(
-            intrinsic(&s["Resource"], "Sub").and_then(Value::as_str),
-            Some(format!("${{{BUCKET}.Arn}}/{PREFIX}*").as_str()),
-            "{bin}: objects under {PREFIX} only"
+        let resource = intrinsic(&s["Resource"], "Sub").and_then(Value::as_str);
+        let under = |p: &str| resource == Some(format!("${{{BUCKET}.Arn}}/{p}*").as_str());
+        assert!(
+            under(PREFIX) || under(EXPORTS),
+            "{bin}: objects under {PREFIX} or {EXPORTS} only: {resource:?}"
         );
-        object.extend(acts);
+        if under(prefix) {
+            object.extend(acts);
+        }
     }
     object.sort();
     object
@@ -135,7 +143,7 @@ fn the_transcript_bucket_is_encrypted_private_and_reached_over_tls_only() {
 }
 
 #[test]
-fn stray_multipart_uploads_are_aborted_and_no_rule_expires_segments_before_their_retention() {
+fn stray_multipart_uploads_are_aborted_exports_expire_after_a_day_and_no_rule_expires_segments() {
     let t = template();
     let rules = bucket(&t)["Properties"]["LifecycleConfiguration"]["Rules"]
         .as_sequence()
@@ -149,10 +157,22 @@ fn stray_multipart_uploads_are_aborted_and_no_rule_expires_segments_before_their
         abort["AbortIncompleteMultipartUpload"]["DaysAfterInitiation"],
         1
     );
-    // Retention is per org (orgs.transcript_retention_days): no bucket-wide expiry.
+    // Retention is per org (orgs.transcript_retention_days): no bucket-wide expiry of segments;
+    // exports (read through links valid for minutes) go after a day.
     for r in rules {
+        if r["Prefix"] == EXPORTS {
+            assert_eq!(
+                (&r["Status"], &r["ExpirationInDays"]),
+                (&"Enabled".into(), &1.into())
+            );
+            continue;
+        }
         assert!(r["ExpirationInDays"].is_null() && r["ExpirationDate"].is_null());
     }
+    assert!(
+        rules.iter().any(|r| r["Prefix"] == EXPORTS),
+        "an expiry rule for exports"
+    );
 }
 
 #[test]
@@ -223,18 +243,26 @@ fn objects_created_under_transcripts_notify_the_queue_the_worker_polls() {
 }
 
 #[test]
-fn ingest_and_the_worker_reach_objects_under_transcripts_only() {
+fn ingest_and_the_worker_reach_objects_under_transcripts_only_and_ingest_its_exports() {
     let t = template();
     assert_eq!(
-        object_actions(&t, "ingest"),
+        object_actions(&t, "ingest", PREFIX),
         ["s3:DeleteObject", "s3:GetObject", "s3:PutObject"]
     );
     assert_eq!(
-        object_actions(&t, "worker"),
+        object_actions(&t, "ingest", EXPORTS),
+        ["s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"],
+        "an export is written by multipart upload and read through a presigned GET"
+    );
+    assert_eq!(
+        object_actions(&t, "worker", PREFIX),
         ["s3:DeleteObject", "s3:GetObject"]
     );
+    assert!(object_actions(&t, "worker", EXPORTS).is_empty());
     for bin in ["webhook", "sync-api", "tick", "migrate"] {
-        assert!(object_actions(&t, bin).is_empty(), "{bin}");
+        for prefix in [PREFIX, EXPORTS] {
+            assert!(object_actions(&t, bin, prefix).is_empty(), "{bin}");
+        }
     }
     // TRANSCRIPT_BUCKET on exactly those two and the tick (which queues `transcripts.expire`
     // hourly with it, and touches no object), only with the bucket.

@@ -3,6 +3,7 @@
 //! directory: the happy path and each bad input and fault of issue 20, and the archive's
 //! retention run as a background job.
 
+mod export;
 mod faults;
 mod position;
 mod refusals;

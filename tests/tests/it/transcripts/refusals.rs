@@ -397,12 +397,14 @@ async fn every_refusal_of_the_device_routes_carries_its_code() {
 }
 
 /// The codes only the read routes answer (pinned in `transcripts_read`).
-/// The read routes' codes (`invalid_query`: the search's, `transcripts::search`).
-const READ_ROUTE_CODES: [&str; 6] = [
+/// The read routes' codes (`invalid_query`: the search's, `transcripts::search`;
+/// `export_too_large`: the exports', `transcripts::export`).
+const READ_ROUTE_CODES: [&str; 7] = [
     "invalid_parameter",
     "invalid_cursor",
     "invalid_query",
     "file_too_large",
     "line_too_large",
     "listing_too_large",
+    "export_too_large",
 ];

@@ -52,10 +52,11 @@ impl Cursor {
     }
 }
 
-struct SegmentRow {
-    start_offset: i64,
-    decoded_bytes: i64,
-    object_key: String,
+/// A stored segment of a file: where it starts, its decoded size, its object.
+pub(crate) struct SegmentRow {
+    pub start_offset: i64,
+    pub decoded_bytes: i64,
+    pub object_key: String,
 }
 syncplane_core::from_row!(SegmentRow {
     start_offset,
