@@ -48,7 +48,8 @@ struct SessionRow {
 }
 syncplane_core::from_row!(SessionRow { frustration } flatten { session });
 
-/// `GET .../sessions`.
+/// `GET .../sessions`. The keyset is a row comparison the index answers (as the export's pages,
+/// `crate::export::sessions::PAGE_ROWS`): a later page does not rescan the earlier ones.
 pub async fn sessions(pool: &PgPool, req: &Request) -> Result<Value, IngestError> {
     let reader = tokens::authenticate_reader(pool, req.headers()).await?;
     let params = Params::parse(req, &["limit", "cursor", "computeTargetId", "sessionId"])?;
@@ -69,7 +70,7 @@ pub async fn sessions(pool: &PgPool, req: &Request) -> Result<Value, IngestError
                 frustration
            FROM agent_sessions
           WHERE org_id = $1
-            AND ($2::timestamptz IS NULL OR (updated_at, id) < ($2, $3))
+            AND (updated_at, id) < (coalesce($2, 'infinity'::timestamptz), $3)
             AND ($5::text IS NULL OR compute_target_id = $5)
             AND ($6::text IS NULL OR session_id = $6)
           ORDER BY updated_at DESC, id DESC
@@ -77,7 +78,7 @@ pub async fn sessions(pool: &PgPool, req: &Request) -> Result<Value, IngestError
     )
     .bind(reader.org_id)
     .bind(after.map(|(at, _)| at))
-    .bind(after.map_or(0, |(_, id)| id))
+    .bind(after.map_or(i64::MAX, |(_, id)| id))
     .bind(limit + 1)
     .bind(target)
     .bind(session)

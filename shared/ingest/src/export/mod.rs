@@ -131,7 +131,10 @@ pub enum ExportError {
     Db(#[from] sqlx::Error),
     #[error("store: {0}")]
     Store(#[from] StoreError),
-    #[error("a stored segment ({0}) is missing or does not inflate to its recorded size")]
+    #[error(
+        "a stored segment ({0}) is not in the transcript store (TRANSCRIPT_BUCKET, else \
+         TRANSCRIPT_DATA_DIR) or does not inflate to its recorded size"
+    )]
     Segment(String),
     #[error("encoding: {0}")]
     Encode(#[from] serde_json::Error),

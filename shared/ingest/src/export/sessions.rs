@@ -21,7 +21,9 @@ use crate::transcripts::read::Params;
 
 /// The route's query parameters.
 pub const PARAMS: &[&str] = &["format", "since", "until", "computeTargetId"];
-/// Sessions read per query.
+/// Sessions read per query. Every bound of a page's query is an index condition (the keyset as a
+/// row comparison, the range through `coalesce`), never `$n IS NULL OR ...`, which Postgres can
+/// only filter by: each page would scan the org's sessions from the start.
 pub const PAGE_ROWS: i64 = 1_000;
 
 /// The export's format.
@@ -197,10 +199,10 @@ async fn page(
                 cost_usd
            FROM agent_sessions
           WHERE org_id = $1
-            AND ($2::timestamptz IS NULL OR updated_at >= $2)
-            AND ($3::timestamptz IS NULL OR updated_at < $3)
+            AND (updated_at, id) > (coalesce($5, '-infinity'::timestamptz), $6)
+            AND updated_at >= coalesce($2, '-infinity'::timestamptz)
+            AND updated_at < coalesce($3, 'infinity'::timestamptz)
             AND ($4::text IS NULL OR compute_target_id = $4)
-            AND ($5::timestamptz IS NULL OR (updated_at, id) > ($5, $6))
           ORDER BY updated_at, id
           LIMIT $7",
     )
@@ -209,7 +211,7 @@ async fn page(
     .bind(plan.until)
     .bind(plan.compute_target_id.as_deref())
     .bind(after.map(|(at, _)| at))
-    .bind(after.map_or(0, |(_, id)| id))
+    .bind(after.map_or(i64::MIN, |(_, id)| id))
     .bind(PAGE_ROWS)
     .fetch_all(pool)
     .await
