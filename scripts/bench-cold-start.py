@@ -4,7 +4,7 @@ Runtime API for its first event (`GET /2018-06-01/runtime/invocation/next`), whi
 initialisation (logging, configuration, pools, clients) is done. A tiny local Runtime API records
 that request; the binary is then killed. Also prints each binary's size.
 
-usage: python3 scripts/bench-cold-start.py [--runs N] BINARY_DIR
+usage: python3 scripts/bench-cold-start.py [--runs N] [--functions ingest,worker] BINARY_DIR
 The environment is a deployed one (JOBS_BACKEND=sqs, a GitHub App key, a database URL); pools
 connect lazily, so no server needs to be running.
 """
@@ -84,13 +84,18 @@ def cold_start(binary, server):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument(
+        "--functions",
+        default=",".join(FUNCTIONS),
+        help="comma-separated: the functions to time (default: all five)",
+    )
     parser.add_argument("binary_dir")
     args = parser.parse_args()
     server = ThreadingHTTPServer(("127.0.0.1", 0), RuntimeApi)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     print(f"{'function':<10} {'size MB':>8} {'median ms':>10} {'p90 ms':>8} {'max ms':>8}")
-    for name in FUNCTIONS:
+    for name in args.functions.split(","):
         binary = os.path.join(args.binary_dir, name)
         if not os.path.exists(binary):
             binary = os.path.join(args.binary_dir, name, "bootstrap")
