@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use sqlx::{Connection, PgConnection};
 
@@ -311,4 +311,96 @@ pub async fn drop_queue(queue: &shared::jobs::sqs::SqsAdapter) {
         .queue_url(queue.queue_url())
         .send()
         .await;
+}
+
+/// What [`download`] read, how fast, and this process's resident memory meanwhile.
+pub struct Download {
+    pub bytes: u64,
+    pub lines: u64,
+    pub elapsed: Duration,
+    pub rss_before_kib: u64,
+    pub rss_peak_kib: u64,
+}
+
+impl Download {
+    pub fn mb_s(&self) -> f64 {
+        self.bytes as f64 / 1e6 / self.elapsed.as_secs_f64()
+    }
+
+    /// Its figures as table rows, each named `"<what>: ..."`.
+    pub fn rows(&self, what: &str) -> Vec<Row> {
+        vec![
+            Row::info(
+                &format!("{what}: bytes, time"),
+                format!(
+                    "{:.1} MB in {:.2} s",
+                    self.bytes as f64 / 1e6,
+                    self.elapsed.as_secs_f64()
+                ),
+            ),
+            Row::info(&format!("{what}: rate"), format!("{:.0} MB/s", self.mb_s())),
+            Row::info(
+                &format!("{what}: resident memory before, peak (growth)"),
+                format!(
+                    "{:.1} MB, {:.1} MB (+{:.1} MB)",
+                    self.rss_before_kib as f64 / 1024.0,
+                    self.rss_peak_kib as f64 / 1024.0,
+                    self.rss_peak_kib.saturating_sub(self.rss_before_kib) as f64 / 1024.0
+                ),
+            ),
+        ]
+    }
+}
+
+/// GET `url` with `token`, reading the body as it streams: bytes and lines counted, none kept;
+/// this process's resident memory (VmRSS) sampled every 10 ms meanwhile.
+pub async fn download(url: &str, token: &str) -> Download {
+    let rss_before_kib = rss_kib();
+    let peak = Arc::new(AtomicU64::new(rss_before_kib));
+    let done = Arc::new(AtomicBool::new(false));
+    let sampler = {
+        let (peak, done) = (peak.clone(), done.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::Relaxed) {
+                peak.fetch_max(rss_kib(), Ordering::Relaxed);
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        })
+    };
+    let started = Instant::now();
+    let resp = reqwest::Client::new()
+        .get(url)
+        .header("authorization", format!("Bearer {token}"))
+        .send()
+        .await
+        .expect("an answer");
+    assert_eq!(resp.status(), 200, "{url}");
+    let (mut bytes, mut lines) = (0u64, 0u64);
+    let mut resp = resp;
+    while let Some(chunk) = resp.chunk().await.expect("export body") {
+        bytes += chunk.len() as u64;
+        lines += chunk.iter().filter(|b| **b == b'\n').count() as u64;
+    }
+    let elapsed = started.elapsed();
+    done.store(true, Ordering::Relaxed);
+    let _ = sampler.join();
+    Download {
+        bytes,
+        lines,
+        elapsed,
+        rss_before_kib,
+        rss_peak_kib: peak.load(Ordering::Relaxed),
+    }
+}
+
+/// This process's resident memory (VmRSS), KiB.
+pub fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
 }

@@ -13,9 +13,6 @@
 //! [--sessions 100000]`
 
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant};
 
 use clap::Parser;
 use shared::accounts::tokens;
@@ -57,14 +54,22 @@ async fn bench(args: Args) -> ExitCode {
     let mut rows = Vec::new();
     let mut all_rows_read = true;
     for (n, format) in [(small, "jsonl"), (small, "csv")] {
-        let run = export(&base, &read, format).await;
+        let run = syncplane_tests::bench::download(
+            &format!("{base}/api/agent-sessions/sessions/export?format={format}"),
+            &read,
+        )
+        .await;
         all_rows_read &= run.lines == n as u64 + u64::from(format == "csv");
         rows.extend(run.rows(&format!("{n} sessions, {format}")));
     }
     seed(&db, org, small + 1, args.sessions).await;
     let mut rates = Vec::new();
     for format in ["jsonl", "csv"] {
-        let run = export(&base, &read, format).await;
+        let run = syncplane_tests::bench::download(
+            &format!("{base}/api/agent-sessions/sessions/export?format={format}"),
+            &read,
+        )
+        .await;
         all_rows_read &= run.lines == args.sessions as u64 + u64::from(format == "csv");
         rates.push(run.mb_s());
         rows.extend(run.rows(&format!("{} sessions, {format}", args.sessions)));
@@ -117,96 +122,4 @@ async fn seed(db: &TestDb, org: i64, from: i64, to: i64) {
     .execute(&db.pool)
     .await
     .expect("sessions");
-}
-
-/// One export's figures.
-struct Run {
-    bytes: u64,
-    lines: u64,
-    elapsed: Duration,
-    rss_before_kib: u64,
-    rss_peak_kib: u64,
-}
-
-impl Run {
-    fn mb_s(&self) -> f64 {
-        self.bytes as f64 / 1e6 / self.elapsed.as_secs_f64()
-    }
-
-    fn rows(&self, what: &str) -> Vec<Row> {
-        vec![
-            Row::info(
-                &format!("{what}: bytes, time"),
-                format!(
-                    "{:.1} MB in {:.2} s",
-                    self.bytes as f64 / 1e6,
-                    self.elapsed.as_secs_f64()
-                ),
-            ),
-            Row::info(&format!("{what}: rate"), format!("{:.0} MB/s", self.mb_s())),
-            Row::info(
-                &format!("{what}: resident memory before, peak (growth)"),
-                format!(
-                    "{:.1} MB, {:.1} MB (+{:.1} MB)",
-                    self.rss_before_kib as f64 / 1024.0,
-                    self.rss_peak_kib as f64 / 1024.0,
-                    self.rss_peak_kib.saturating_sub(self.rss_before_kib) as f64 / 1024.0
-                ),
-            ),
-        ]
-    }
-}
-
-/// Stream the org's export in `format`, counting bytes and lines, keeping none.
-async fn export(base: &str, token: &str, format: &str) -> Run {
-    let rss_before_kib = rss_kib();
-    let peak = Arc::new(AtomicU64::new(rss_before_kib));
-    let done = Arc::new(AtomicBool::new(false));
-    let sampler = {
-        let (peak, done) = (peak.clone(), done.clone());
-        std::thread::spawn(move || {
-            while !done.load(Ordering::Relaxed) {
-                peak.fetch_max(rss_kib(), Ordering::Relaxed);
-                std::thread::sleep(Duration::from_millis(10));
-            }
-        })
-    };
-    let started = Instant::now();
-    let resp = reqwest::Client::new()
-        .get(format!(
-            "{base}/api/agent-sessions/sessions/export?format={format}"
-        ))
-        .header("authorization", format!("Bearer {token}"))
-        .send()
-        .await
-        .expect("export answered");
-    assert_eq!(resp.status(), 200, "export status");
-    let (mut bytes, mut lines) = (0u64, 0u64);
-    let mut resp = resp;
-    while let Some(chunk) = resp.chunk().await.expect("export body") {
-        bytes += chunk.len() as u64;
-        lines += chunk.iter().filter(|b| **b == b'\n').count() as u64;
-    }
-    let elapsed = started.elapsed();
-    done.store(true, Ordering::Relaxed);
-    let _ = sampler.join();
-    Run {
-        bytes,
-        lines,
-        elapsed,
-        rss_before_kib,
-        rss_peak_kib: peak.load(Ordering::Relaxed),
-    }
-}
-
-/// This process's resident memory (VmRSS), KiB.
-fn rss_kib() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
-        })
-        .unwrap_or(0)
 }

@@ -7,7 +7,8 @@
 //! signs in with the org's read token and opens the session's page `--runs` (5) times, each a
 //! fresh load: the time from navigation start to the first screen (the facts and the first turns
 //! drawn), the page's JS heap then (`performance.memory.usedJSHeapSize`, Chromium's own figure),
-//! and the turns drawn. Targets: first screen <= 1 s, heap <= 64 MB.
+//! and the turns drawn. Targets: first screen <= 1 s, heap <= 64 MB. Then the transcript's
+//! export through the same server: its rate and the process's resident memory meanwhile.
 //!
 //! `cargo run --profile perf -p syncplane-tests --features tools --bin bench-session-page --
 //! [--mb 50] [--runs 5]` (Chromium and chromedriver: `bash scripts/tools.sh --browser`).
@@ -85,9 +86,17 @@ async fn bench(args: Args) -> ExitCode {
         turns.push(seen["turns"].as_u64().unwrap_or(0));
     }
     b.close().await;
+    // The same transcript exported, streamed by the server: its rate and the memory it takes.
+    let exported = syncplane_tests::bench::download(
+        &format!(
+            "{base}/api/agent-sessions/transcripts/export?computeTargetId={TARGET}&sessionId={SESSION}"
+        ),
+        &read,
+    )
+    .await;
     times.sort();
     let worst_heap = heaps.iter().copied().fold(0.0, f64::max);
-    let rows = vec![
+    let mut rows = vec![
         Row::info(
             "transcript (decoded)",
             format!("{:.1} MB", decoded as f64 / 1e6),
@@ -117,6 +126,13 @@ async fn bench(args: Args) -> ExitCode {
             turns.iter().all(|t| *t > 0),
         ),
     ];
+    rows.extend(exported.rows("the transcript's export"));
+    rows.push(Row::check(
+        "the export is the transcript",
+        format!("{} bytes", exported.bytes),
+        &format!("{decoded} bytes"),
+        exported.bytes == decoded,
+    ));
     if print_table("session page", &rows) {
         ExitCode::SUCCESS
     } else {

@@ -213,24 +213,31 @@ impl S3Store {
             .send()
             .await
             .map_err(|e| unavailable("CreateMultipartUpload", e))?;
-        let upload_id = created.upload_id().unwrap_or_default().to_owned();
-        match self.send_parts(key, &upload_id, parts).await {
-            Ok((done, bytes)) => {
-                self.client
-                    .complete_multipart_upload()
-                    .bucket(&self.bucket)
-                    .key(key)
-                    .upload_id(&upload_id)
-                    .multipart_upload(
-                        aws_sdk_s3::types::CompletedMultipartUpload::builder()
-                            .set_parts(Some(done))
-                            .build(),
-                    )
-                    .send()
-                    .await
-                    .map_err(|e| unavailable("CompleteMultipartUpload", e))?;
-                Ok(bytes)
-            }
+        let Some(upload_id) = created.upload_id().map(str::to_owned) else {
+            return Err(StoreError::Unavailable(
+                "CreateMultipartUpload answered no upload id".to_owned(),
+            ));
+        };
+        let sent = match self.send_parts(key, &upload_id, parts).await {
+            Ok((done, bytes)) => self
+                .client
+                .complete_multipart_upload()
+                .bucket(&self.bucket)
+                .key(key)
+                .upload_id(&upload_id)
+                .multipart_upload(
+                    aws_sdk_s3::types::CompletedMultipartUpload::builder()
+                        .set_parts(Some(done))
+                        .build(),
+                )
+                .send()
+                .await
+                .map(|_| bytes)
+                .map_err(|e| unavailable("CompleteMultipartUpload", e)),
+            Err(e) => Err(e),
+        };
+        match sent {
+            Ok(bytes) => Ok(bytes),
             Err(e) => {
                 let aborted = self
                     .client

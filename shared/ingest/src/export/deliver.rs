@@ -5,7 +5,7 @@
 //! `303 See Other` to a presigned GET of it, valid for `TRANSCRIPT_UPLOAD_TTL_SECONDS` (the
 //! bucket's lifecycle rule deletes exports after a day), or `200` with the link when the request
 //! asks for JSON ([`asks_for_json`]). Without a bucket (the direct
-//! transport) the export is answered whole if it stays under [`MAX_BUFFERED_BYTES`], else `413
+//! transport) the export is answered whole if it stays under [`MAX_BUFFERED_BYTES`] (4 MiB), else `413
 //! export_too_large`: `syncplane serve` and `syncplane export` stream any size.
 
 use http::StatusCode;
@@ -19,8 +19,9 @@ use super::{Plan, start};
 use crate::error::IngestError;
 use crate::router::IngestState;
 
-/// The most an export answered whole holds (under Lambda's 6 MB response limit).
-pub const MAX_BUFFERED_BYTES: usize = 5 * 1024 * 1024;
+/// The most an export answered whole holds: API Gateway gets a binary body base64-encoded, a
+/// third larger, and Lambda's response limit is 6 MB (6,291,556 bytes); 4 MiB is 5.6 MB so.
+pub const MAX_BUFFERED_BYTES: usize = 4 * 1024 * 1024;
 
 /// Answer an export request (its path one of [`super::owns`]).
 pub async fn respond(state: &IngestState, req: &Request) -> Response<Body> {
@@ -47,7 +48,7 @@ async fn to_bucket(
         "exports/{}/{}.{}",
         plan.org_id(),
         uuid::Uuid::new_v4(),
-        plan.filename().rsplit('.').next().unwrap_or("jsonl")
+        plan.extension()
     );
     let (content_type, filename) = (plan.content_type(), plan.filename());
     let mut rx = start(plan, state.pool.clone(), state.transcripts.store.clone());

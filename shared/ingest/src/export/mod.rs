@@ -91,13 +91,23 @@ impl Plan {
         }
     }
 
-    /// The name a download is saved under (ASCII letters, digits, `.`, `-` and `_` only).
+    /// The file's extension.
+    pub fn extension(&self) -> &'static str {
+        match self {
+            Self::Sessions(p) => p.format.extension(),
+            Self::Transcript(_) => "jsonl",
+        }
+    }
+
+    /// The name a download is saved under: ASCII letters, digits, `.`, `-` and `_` only (safe in
+    /// a `Content-Disposition` header), the stem cut at 100 characters, the extension kept.
     pub fn filename(&self) -> String {
-        let name = match self {
-            Self::Sessions(p) => format!("sessions-{}.{}", p.org_id, p.format.extension()),
-            Self::Transcript(p) => format!("transcript-{}.jsonl", p.session_id),
+        let stem = match self {
+            Self::Sessions(p) => format!("sessions-{}", p.org_id),
+            Self::Transcript(p) => format!("transcript-{}", p.session_id),
         };
-        name.chars()
+        let stem: String = stem
+            .chars()
             .map(|c| {
                 if c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_') {
                     c
@@ -105,8 +115,9 @@ impl Plan {
                     '_'
                 }
             })
-            .take(120)
-            .collect()
+            .take(100)
+            .collect();
+        format!("{stem}.{}", self.extension())
     }
 
     /// Write the export to `out`.
@@ -140,6 +151,8 @@ pub enum ExportError {
     Encode(#[from] serde_json::Error),
     #[error("the reader went away")]
     Closed,
+    #[error("the export's writer stopped: {0}")]
+    Stopped(String),
 }
 
 /// A chunk of an export, or why it stopped.
@@ -172,10 +185,17 @@ impl Chunks {
         Ok(())
     }
 
-    /// Append `bytes`, sending full chunks.
-    pub async fn push(&mut self, bytes: &[u8]) -> Result<(), ExportError> {
-        self.buf.extend_from_slice(bytes);
-        self.flush_full().await
+    /// Append `bytes`, sending each chunk as it fills: a whole segment (up to 16 MiB decoded)
+    /// goes out in [`CHUNK_BYTES`] pieces, never as one chunk.
+    pub async fn push(&mut self, mut bytes: &[u8]) -> Result<(), ExportError> {
+        while !bytes.is_empty() {
+            let room = CHUNK_BYTES.saturating_sub(self.buf.len()).max(1);
+            let (now, rest) = bytes.split_at(room.min(bytes.len()));
+            self.buf.extend_from_slice(now);
+            self.flush_full().await?;
+            bytes = rest;
+        }
+        Ok(())
     }
 
     async fn send(&mut self) -> Result<(), ExportError> {
@@ -196,22 +216,28 @@ impl Chunks {
 }
 
 /// Write `plan` in a task of its own; the chunks come out of the returned channel, which closes
-/// at the end. A failure is logged and sent as the last item (the reader stops there).
+/// at the end. A failure is logged and sent as the last item (the reader stops there), a panic
+/// of the writer too: the channel closes without an error only when the export is whole.
 pub fn start(plan: Plan, pool: PgPool, store: Store) -> mpsc::Receiver<Chunk> {
     let (tx, rx) = mpsc::channel(CHANNEL_CHUNKS);
-    tokio::spawn(async move {
-        let mut out = Chunks::new(tx.clone());
-        let org = plan.org_id();
-        let written = match plan.write(&pool, &store, &mut out).await {
+    let mut out = Chunks::new(tx.clone());
+    let org = plan.org_id();
+    let writer = tokio::spawn(async move {
+        match plan.write(&pool, &store, &mut out).await {
             Ok(()) => out.finish().await,
             Err(e) => Err(e),
+        }
+    });
+    // The watcher holds a sender until the writer is done, so the channel cannot close first.
+    tokio::spawn(async move {
+        let failed = match writer.await {
+            Ok(Ok(())) | Ok(Err(ExportError::Closed)) => None,
+            Ok(Err(e)) => Some(e),
+            Err(panicked) => Some(ExportError::Stopped(panicked.to_string())),
         };
-        match written {
-            Ok(()) | Err(ExportError::Closed) => {}
-            Err(e) => {
-                tracing::error!(org, error = %e, "export stopped");
-                let _ = tx.send(Err(e)).await;
-            }
+        if let Some(e) = failed {
+            tracing::error!(org, error = %e, "export stopped");
+            let _ = tx.send(Err(e)).await;
         }
     });
     rx
@@ -228,4 +254,26 @@ pub fn stream(
             rx,
         ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_large_write_leaves_in_chunks_of_at_most_64_kib() {
+        let (tx, mut rx) = mpsc::channel(1024);
+        let mut out = Chunks::new(tx);
+        out.push(b"head\n").await.unwrap();
+        out.push(&vec![b'x'; 1024 * 1024]).await.unwrap();
+        out.finish().await.unwrap();
+        drop(out);
+        let mut sizes = Vec::new();
+        while let Some(chunk) = rx.recv().await {
+            sizes.push(chunk.unwrap().len());
+        }
+        assert!(sizes.iter().all(|n| *n <= CHUNK_BYTES), "{sizes:?}");
+        assert_eq!(sizes.iter().sum::<usize>(), 1024 * 1024 + 5);
+        assert_eq!(sizes.len(), (1024 * 1024 + 5_usize).div_ceil(CHUNK_BYTES));
+    }
 }

@@ -1,7 +1,9 @@
 //! The sessions export: every session of the org the read token names, in a time range (by the
 //! session's last update, `since` inclusive, `until` exclusive) and optionally of one compute
 //! target, oldest update first, with the columns the console shows. Read in keyset pages of
-//! [`PAGE_ROWS`] (index `agent_sessions_org_updated_id_idx`), so a page is all it holds.
+//! [`PAGE_ROWS`] (index `agent_sessions_org_updated_id_idx`), so a page is all it holds, all in
+//! one snapshot (a repeatable-read transaction): each session once, as it was when the export
+//! began.
 //!
 //! - JSON Lines (`format=jsonl`, the default): one object per session, the console's names.
 //! - CSV (`format=csv`, RFC 4180): a header row, CRLF line ends, fields quoted where they hold a
@@ -165,9 +167,15 @@ pub async fn write(plan: &Plan, pool: &PgPool, out: &mut Chunks) -> Result<(), E
     if plan.format == Format::Csv {
         out.push(CSV_HEADER.as_bytes()).await?;
     }
+    // One snapshot for every page: a session updated while the export runs moves in
+    // `updated_at`, and would otherwise be written twice or, moved back by its device, not at all.
+    let mut snapshot = pool.begin().await?;
+    sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        .execute(&mut *snapshot)
+        .await?;
     let mut after: Option<(DateTime<Utc>, i64)> = None;
     loop {
-        let rows = page(plan, pool, after).await?;
+        let rows = page(plan, &mut snapshot, after).await?;
         for row in &rows {
             match plan.format {
                 Format::Jsonl => {
@@ -182,14 +190,17 @@ pub async fn write(plan: &Plan, pool: &PgPool, out: &mut Chunks) -> Result<(), E
             Some(last) if rows.len() as i64 == PAGE_ROWS => {
                 after = Some((last.updated_at, last.id))
             }
-            _ => return Ok(()),
+            _ => {
+                snapshot.rollback().await?;
+                return Ok(());
+            }
         }
     }
 }
 
 async fn page(
     plan: &Plan,
-    pool: &PgPool,
+    db: &mut sqlx::PgConnection,
     after: Option<(DateTime<Utc>, i64)>,
 ) -> Result<Vec<Row>, sqlx::Error> {
     sqlx::query_as(
@@ -213,7 +224,7 @@ async fn page(
     .bind(after.map(|(at, _)| at))
     .bind(after.map_or(i64::MIN, |(_, id)| id))
     .bind(PAGE_ROWS)
-    .fetch_all(pool)
+    .fetch_all(db)
     .await
 }
 

@@ -46,6 +46,18 @@ async fn sessions(e: &Env, org: i64, target: &str, n: i64, title: &str) {
     .unwrap();
 }
 
+/// The `sessionId` of each line of a JSON Lines sessions export.
+fn session_ids(text: &str) -> Vec<String> {
+    text.lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["sessionId"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
+}
+
 /// `syncplane serve` on loopback for the env; its base URL, and the world that must outlive it.
 async fn serve(e: &Env) -> (String, World) {
     let w = World::new().await;
@@ -163,15 +175,7 @@ async fn the_orgs_sessions_stream_through_syncplane_serve_oldest_first_in_the_ra
     )
     .await;
     let text = resp.text().await.unwrap();
-    let ids: Vec<String> = text
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<Value>(l).unwrap()["sessionId"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect();
+    let ids = session_ids(&text);
     assert_eq!(ids.len(), 10, "{ids:?}");
     assert_eq!(
         (ids[0].as_str(), ids[9].as_str()),
@@ -332,7 +336,7 @@ async fn bad_export_requests_are_400_with_a_code_before_any_byte() {
 #[tokio::test]
 async fn behind_api_gateway_the_export_goes_to_the_bucket_in_parts_and_the_answer_is_303_to_it() {
     let mut e = env().await;
-    // Over one 8 MiB part: two parts, the first at the part size.
+    // About 18 MB: three parts, the first two at the part size.
     sessions(&e, e.org, TARGET, 30_000, &"a long title ".repeat(20)).await;
     let store = syncplane_tests::s3::bucket().await;
     e.state.transcripts = TranscriptsState {
@@ -375,7 +379,7 @@ async fn behind_api_gateway_the_export_goes_to_the_bucket_in_parts_and_the_answe
 }
 
 #[tokio::test]
-async fn without_a_bucket_the_function_answers_an_export_whole_up_to_5_mib_and_413_past_it() {
+async fn without_a_bucket_the_function_answers_an_export_whole_up_to_4_mib_and_413_past_it() {
     let e = env().await;
     sessions(&e, e.org, TARGET, 3, "small").await;
     let token = read_token(&e, e.org).await;
@@ -480,4 +484,107 @@ async fn syncplane_export_writes_what_the_route_streams() {
         std::process::ExitCode::FAILURE,
         "another org has no such session"
     );
+}
+
+#[tokio::test]
+async fn a_sessions_files_export_one_after_another_in_file_id_order_each_ending_with_a_line_break()
+{
+    let e = env().await;
+    let main = lines(50, "main");
+    assert_eq!(e.upload(1, 0, &segment(&main)).await.status, 200);
+    // A subagent's file, sorting first, whose last line has no line break.
+    let sub =
+        b"{\"type\":\"assistant\",\"agent\":\"sub\"}\n{\"type\":\"user\",\"last\":true}".to_vec();
+    let seg = segment(&sub);
+    let intent = json!({"computeTargetId": TARGET, "sessionId": SESSION, "fileId": "s-1.agent-a.jsonl",
+        "generation": 1, "offset": 0, "sourceBytes": sub.len(), "decodedBytes": sub.len(),
+        "compressedBytes": seg.compressed.len(), "sha256": seg.sha256});
+    let r = e.intent(&intent).await;
+    assert_eq!(r.status, 200, "{}", r.body);
+    let id = r.data()["uploadId"].as_str().unwrap().to_owned();
+    assert_eq!(e.put(&id, &seg.compressed).await.status, 200);
+    assert_eq!(e.complete(&id).await.status, 200);
+    let token = read_token(&e, e.org).await;
+    let (base, _world) = serve(&e).await;
+    let path = format!("{TRANSCRIPT_EXPORT}?computeTargetId={TARGET}&sessionId={SESSION}");
+
+    let all = get(&base, &path, &token).await.bytes().await.unwrap();
+    assert_eq!(
+        all.as_ref(),
+        [sub.as_slice(), b"\n", &main].concat(),
+        "fileId order, a line break added"
+    );
+    let one = get(&base, &format!("{path}&fileId={FILE}"), &token).await;
+    assert_eq!(
+        one.bytes().await.unwrap().as_ref(),
+        main.as_slice(),
+        "fileId names one file"
+    );
+    let other = get(&base, &format!("{path}&fileId=s-1.agent-a.jsonl"), &token).await;
+    assert_eq!(
+        other.bytes().await.unwrap().as_ref(),
+        [sub.as_slice(), b"\n"].concat()
+    );
+}
+
+#[tokio::test]
+async fn sessions_updated_at_the_same_instant_across_pages_are_each_exported_once() {
+    let e = env().await;
+    sqlx::query(
+        "INSERT INTO agent_sessions (org_id, compute_target_id, session_id, updated_at, agent, payload)
+         SELECT $1, $2, 'tie-' || i, timestamptz '2026-11-05T12:00:00Z', 'claude-code', '{}'::jsonb
+           FROM generate_series(1, 2500) i",
+    )
+    .bind(e.org)
+    .bind(TARGET)
+    .execute(&e.db.pool)
+    .await
+    .unwrap();
+    let token = read_token(&e, e.org).await;
+    let (base, _world) = serve(&e).await;
+    let text = get(&base, SESSIONS_EXPORT, &token)
+        .await
+        .text()
+        .await
+        .unwrap();
+    let ids = session_ids(&text);
+    let unique: std::collections::BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(
+        (ids.len(), unique.len()),
+        (2500, 2500),
+        "every tied session once, across three pages"
+    );
+}
+
+#[tokio::test]
+async fn an_empty_export_to_the_bucket_is_an_empty_object() {
+    let mut e = env().await;
+    let store = syncplane_tests::s3::bucket().await;
+    e.state.transcripts = TranscriptsState {
+        store: shared::archive::store::Store::S3(store),
+        ..e.state.transcripts.clone()
+    };
+    let token = read_token(&e, e.org).await;
+    let auth = format!("Bearer {token}");
+    let req = request(
+        "GET",
+        SESSIONS_EXPORT,
+        &[
+            ("authorization", auth.as_str()),
+            ("accept", "application/json"),
+        ],
+        None,
+    );
+    let r = checked_reply("GET", SESSIONS_EXPORT, handle(&e.state, req).await);
+    assert_eq!(
+        r.status, 200,
+        "asked for JSON: the link in the envelope, {}",
+        r.body
+    );
+    assert_eq!(r.data()["bytes"], json!(0));
+    let got = reqwest::get(r.data()["url"].as_str().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(got.status(), 200);
+    assert!(got.bytes().await.unwrap().is_empty());
 }
