@@ -34,14 +34,14 @@ pub async fn serve(state: &IngestState, schema: &SchemaGuard, req: Request) -> R
 
 /// Answer one request; never fails (every error is an enveloped response).
 pub async fn handle(state: &IngestState, req: Request) -> Response<Body> {
+    let lane = Lane {
+        pool: &state.pool,
+        transcripts: &state.transcripts,
+    };
     if crate::export::owns(route_path(&req)) {
-        return crate::export::deliver::respond(state, &req).await;
+        return crate::export::deliver::respond(lane, &req).await;
     }
     if transcripts::owns(route_path(&req)) {
-        let lane = Lane {
-            pool: &state.pool,
-            transcripts: &state.transcripts,
-        };
         return transcripts::serve(lane, &req).await;
     }
     handler::handle(state, req).await

@@ -17,31 +17,31 @@ use syncplane_core::http::{error_response, result_response};
 
 use super::{Plan, start};
 use crate::error::IngestError;
-use crate::router::IngestState;
+use crate::transcripts::Lane;
 
 /// The most an export answered whole holds: API Gateway gets a binary body base64-encoded, a
 /// third larger, and Lambda's response limit is 6 MB (6,291,556 bytes); 4 MiB is 5.6 MB so.
 pub const MAX_BUFFERED_BYTES: usize = 4 * 1024 * 1024;
 
 /// Answer an export request (its path one of [`super::owns`]).
-pub async fn respond(state: &IngestState, req: &Request) -> Response<Body> {
-    let plan = match Plan::from_request(&state.pool, req).await {
+pub async fn respond(lane: Lane<'_>, req: &Request) -> Response<Body> {
+    let plan = match Plan::from_request(lane.pool, req).await {
         Ok(plan) => plan,
         Err(e) => return error_response(&e),
     };
-    match &state.transcripts.store {
-        Store::S3(_) => to_bucket(state, plan, asks_for_json(req)).await,
-        Store::Direct(_) => whole(state, plan).await,
+    match &lane.transcripts.store {
+        Store::S3(_) => to_bucket(lane, plan, asks_for_json(req)).await,
+        Store::Direct(_) => whole(lane, plan).await,
     }
     .unwrap_or_else(|e| error_response(&e))
 }
 
 async fn to_bucket(
-    state: &IngestState,
+    lane: Lane<'_>,
     plan: Plan,
     wants_json: bool,
 ) -> Result<Response<Body>, IngestError> {
-    let Store::S3(s3) = &state.transcripts.store else {
+    let Store::S3(s3) = &lane.transcripts.store else {
         return Err(IngestError::StoreUnavailable);
     };
     let key = format!(
@@ -51,13 +51,13 @@ async fn to_bucket(
         plan.extension()
     );
     let (content_type, filename) = (plan.content_type(), plan.filename());
-    let mut rx = start(plan, state.pool.clone(), state.transcripts.store.clone());
+    let mut rx = start(plan, lane.pool.clone(), lane.transcripts.store.clone());
     let bytes = s3
         .put_parts(&key, content_type, &filename, &mut rx)
         .await
         .map_err(crate::transcripts::store_failure)?;
     let expires_at = chrono::Utc::now()
-        + chrono::Duration::from_std(state.transcripts.upload_ttl).unwrap_or_default();
+        + chrono::Duration::from_std(lane.transcripts.upload_ttl).unwrap_or_default();
     let url = s3
         .read_url(&key, expires_at)
         .await
@@ -94,9 +94,9 @@ fn asks_for_json(req: &Request) -> bool {
         })
 }
 
-async fn whole(state: &IngestState, plan: Plan) -> Result<Response<Body>, IngestError> {
+async fn whole(lane: Lane<'_>, plan: Plan) -> Result<Response<Body>, IngestError> {
     let (content_type, filename) = (plan.content_type(), plan.filename());
-    let mut rx = start(plan, state.pool.clone(), state.transcripts.store.clone());
+    let mut rx = start(plan, lane.pool.clone(), lane.transcripts.store.clone());
     let mut body = Vec::new();
     while let Some(chunk) = rx.recv().await {
         let chunk = chunk.map_err(|_| IngestError::IngestionFailed)?;
