@@ -81,8 +81,8 @@ impl Plan {
         let plan = Self {
             org_id,
             format,
-            since: time(params, "since")?,
-            until: time(params, "until")?,
+            since: params.time("since")?,
+            until: params.time("until")?,
             compute_target_id: params
                 .bounded(
                     "computeTargetId",
@@ -98,16 +98,6 @@ impl Plan {
         }
         Ok(plan)
     }
-}
-
-fn time(p: &Params, name: &str) -> Result<Option<DateTime<Utc>>, IngestError> {
-    p.get(name)
-        .map(|v| {
-            DateTime::parse_from_rfc3339(v)
-                .map(|t| t.with_timezone(&Utc))
-                .map_err(|_| invalid(&format!("{name}: an RFC 3339 time (2026-11-02T10:00:00Z)")))
-        })
-        .transpose()
 }
 
 fn invalid(message: &str) -> IngestError {

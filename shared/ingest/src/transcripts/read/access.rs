@@ -71,6 +71,23 @@ impl Params {
             .transpose()
     }
 
+    /// An RFC 3339 time (`2026-11-02T10:00:00Z`), `None` when absent; anything else is 400
+    /// `invalid_parameter`.
+    pub fn time(&self, name: &str) -> Result<Option<chrono::DateTime<chrono::Utc>>, IngestError> {
+        self.get(name)
+            .map(|v| {
+                chrono::DateTime::parse_from_rfc3339(v)
+                    .map(|t| t.with_timezone(&chrono::Utc))
+                    .map_err(|_| {
+                        IngestError::refused(
+                            Refusal::InvalidParameter,
+                            format!("{name}: an RFC 3339 time (2026-11-02T10:00:00Z)"),
+                        )
+                    })
+            })
+            .transpose()
+    }
+
     /// `computeTargetId` and `sessionId`, as the metadata lane bounds them (1 to 128 and 1 to 200
     /// characters; no NUL, which no stored id holds).
     pub fn session(&self) -> Result<SessionKey, IngestError> {

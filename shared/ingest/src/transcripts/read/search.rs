@@ -5,7 +5,6 @@
 //! against the token's minute (429), read the parameters (400 with a code), search
 //! (`syncplane_archive::search`).
 
-use chrono::{DateTime, Utc};
 use http::StatusCode;
 use lambda_http::Request;
 use serde_json::{Value, json};
@@ -104,8 +103,8 @@ fn filters(p: &Params) -> Result<Filters, IngestError> {
             Refusal::InvalidComputeTargetId,
         )?,
         session_id: bounded("sessionId", chars::SESSION_ID, Refusal::InvalidSessionId)?,
-        since: time(p, "since")?,
-        until: time(p, "until")?,
+        since: p.time("since")?,
+        until: p.time("until")?,
         role,
         tool: bounded("tool", MAX_TOOL_CHARS, Refusal::InvalidParameter)?,
     };
@@ -115,16 +114,6 @@ fn filters(p: &Params) -> Result<Filters, IngestError> {
         return Err(invalid("since: must be before until".into()));
     }
     Ok(f)
-}
-
-fn time(p: &Params, name: &str) -> Result<Option<DateTime<Utc>>, IngestError> {
-    p.get(name)
-        .map(|v| {
-            DateTime::parse_from_rfc3339(v)
-                .map(|t| t.with_timezone(&Utc))
-                .map_err(|_| invalid(format!("{name}: an RFC 3339 time (2026-11-02T10:00:00Z)")))
-        })
-        .transpose()
 }
 
 fn invalid(message: String) -> IngestError {
