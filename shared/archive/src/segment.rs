@@ -128,6 +128,16 @@ pub fn verify_lines(bytes: &[u8], claim: &Claim) -> Result<i64, Mismatch> {
     Ok(i64::try_from(lines).unwrap_or(i64::MAX))
 }
 
+/// A recorded segment's stored bytes inflated for reading: exactly `decoded_bytes` (its recorded
+/// size, never past [`MAX_SEGMENT_DECODED_BYTES`]), decoded under the same bounds as [`verify`];
+/// `None` when the bytes are not zstd or inflate to another size.
+pub fn decode_exact(bytes: &[u8], decoded_bytes: u64) -> Option<Vec<u8>> {
+    let limit = decoded_bytes.min(MAX_SEGMENT_DECODED_BYTES);
+    let mut out = Vec::with_capacity(usize::try_from(limit).unwrap_or(0));
+    let decoded = bounded_decode(bytes, limit, &mut |chunk| out.extend_from_slice(chunk)).ok()?;
+    (decoded == decoded_bytes).then_some(out)
+}
+
 fn verify_into(bytes: &[u8], claim: &Claim, sink: &mut dyn FnMut(&[u8])) -> Result<(), Mismatch> {
     check_digest(bytes, claim.compressed_bytes, &claim.sha256)?;
     let limit = claim.decoded_bytes.min(MAX_SEGMENT_DECODED_BYTES);
@@ -170,6 +180,15 @@ fn bounded_decode(bytes: &[u8], limit: u64, sink: &mut dyn FnMut(&[u8])) -> Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_zstd_bomb_stops_at_the_bound() {
+        let big = vec![b'x'; 1 << 20];
+        let z = zstd::encode_all(&big[..], 3).unwrap();
+        assert_eq!(decode_exact(&z, 1 << 20).map(|v| v.len()), Some(1 << 20));
+        assert_eq!(decode_exact(&z, 1000), None);
+        assert_eq!(decode_exact(b"not zstd", 1000), None);
+    }
 
     fn claim_of(decoded: &[u8], compressed: &[u8]) -> Claim {
         Claim {

@@ -472,16 +472,17 @@ async fn stored_lines(store: &Store, s: &SegmentRef) -> Result<i64, DrainError> 
         .unwrap_or(0))
 }
 
-/// Lines in a segment's decoded bytes (each ends with `\n`; a last line without one counts).
-pub fn count_lines(decoded: &[u8]) -> i64 {
-    let newlines = decoded.iter().filter(|b| **b == b'\n').count();
-    let unterminated = usize::from(decoded.last().is_some_and(|b| *b != b'\n'));
-    i64::try_from(newlines + unterminated).unwrap_or(i64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lines in decoded bytes by the rule `segment::verify_lines` counts them by (each ends with
+    /// `\n`; a last line without one counts): the oracle for [`prepare`]'s count.
+    fn count_lines(decoded: &[u8]) -> i64 {
+        let newlines = decoded.iter().filter(|b| **b == b'\n').count();
+        let unterminated = usize::from(decoded.last().is_some_and(|b| *b != b'\n'));
+        i64::try_from(newlines + unterminated).unwrap_or(i64::MAX)
+    }
 
     #[test]
     fn every_line_is_counted_and_a_long_one_is_written_in_parts() {

@@ -6,13 +6,11 @@
 
 use sqlx::PgPool;
 use syncplane_archive::store::Store;
-use syncplane_contract::transcripts::{
-    MAX_SEGMENT_BYTES, MAX_SEGMENT_DECODED_BYTES, Refusal, valid_file_id,
-};
+use syncplane_contract::transcripts::{Refusal, valid_file_id};
 
 use super::{Chunks, ExportError};
 use crate::error::{IngestError, db_failure};
-use crate::transcripts::read::{Params, SegmentRow, bounded_decode};
+use crate::transcripts::read::{Params, SegmentRow, read_segment};
 
 /// The route's query parameters.
 pub const PARAMS: &[&str] = &["computeTargetId", "sessionId", "fileId"];
@@ -109,7 +107,9 @@ pub async fn write(
             .fetch_all(pool)
             .await?;
             for s in &segments {
-                let decoded = inflate(store, s).await?;
+                let decoded = read_segment(store, s)
+                    .await?
+                    .ok_or_else(|| ExportError::Segment(s.object_key.clone()))?;
                 if let Some(last) = decoded.last() {
                     ends_with_line = *last == b'\n';
                 }
@@ -127,17 +127,4 @@ pub async fn write(
         }
     }
     Ok(())
-}
-
-/// A segment's stored bytes, inflated: exactly its recorded `decodedBytes`, never more.
-async fn inflate(store: &Store, s: &SegmentRow) -> Result<Vec<u8>, ExportError> {
-    let missing = || ExportError::Segment(s.object_key.clone());
-    let compressed = store
-        .get(&s.object_key, MAX_SEGMENT_BYTES)
-        .await?
-        .ok_or_else(missing)?;
-    let expected = (s.decoded_bytes.max(0) as u64).min(MAX_SEGMENT_DECODED_BYTES);
-    bounded_decode(&compressed, expected)
-        .filter(|d| d.len() as u64 == s.decoded_bytes as u64)
-        .ok_or_else(missing)
 }

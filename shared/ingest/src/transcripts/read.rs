@@ -19,8 +19,8 @@ use serde_json::Value;
 
 pub use access::{Params, Reading};
 pub use listing::{MAX_LISTED_FILES, MAX_LISTED_SEGMENTS};
-pub(crate) use page::SegmentRow;
-pub use page::{Cursor, bounded_decode};
+pub use page::Cursor;
+pub(crate) use page::{SegmentRow, read_segment};
 
 use super::Lane;
 use crate::error::IngestError;

@@ -4,10 +4,9 @@
 //! ends with a line, so a page position is a segment and a line in it.
 //!
 //! Bounded throughout: a segment is read at most [`MAX_SEGMENT_BYTES`] from the store and inflated
-//! at most to its recorded `decodedBytes` (never past [`MAX_SEGMENT_DECODED_BYTES`]); one segment
+//! at most to its recorded `decodedBytes` ([`read_segment`]: never past the contract's
+//! `MAX_SEGMENT_DECODED_BYTES`, zstd's window bounded as on upload); one segment
 //! is held at a time. A single line over the page's 1 MiB is 413 too: read its segment.
-
-use std::io::Read;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -16,11 +15,12 @@ use lambda_http::Request;
 use serde_json::{Value, json};
 use syncplane_contract::transcripts::{
     DEFAULT_LINES_PER_PAGE, MAX_LINES_FILE_BYTES, MAX_LINES_PAGE_BYTES, MAX_LINES_PER_PAGE,
-    MAX_SEGMENT_BYTES, MAX_SEGMENT_DECODED_BYTES, Refusal,
+    MAX_SEGMENT_BYTES, Refusal,
 };
 
 use super::access::{FileRow, Params, Reading, file_row, store_failure};
 use crate::error::{IngestError, db_failure};
+use syncplane_archive::store::{Store, StoreError};
 
 /// Where a page starts: the file's generation, a segment's start offset, a line in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,38 +208,33 @@ fn split_lines(decoded: &[u8]) -> impl Iterator<Item = &[u8]> {
 
 /// A segment's stored bytes, inflated: exactly its recorded `decodedBytes`, never more.
 async fn inflate(r: &Reading<'_>, s: &SegmentRow) -> Result<Vec<u8>, IngestError> {
-    let Some(compressed) = r
-        .store
-        .get(&s.object_key, MAX_SEGMENT_BYTES)
+    read_segment(r.store, s)
         .await
         .map_err(store_failure("read a segment"))?
-    else {
-        tracing::error!(
-            key = s.object_key,
-            "a recorded segment has no object in the store"
-        );
-        return Err(IngestError::IngestionFailed);
-    };
-    let expected = (s.decoded_bytes.max(0) as u64).min(MAX_SEGMENT_DECODED_BYTES);
-    match bounded_decode(&compressed, expected) {
-        Some(decoded) if decoded.len() as u64 == s.decoded_bytes as u64 => Ok(decoded),
-        _ => {
+        .ok_or_else(|| {
             tracing::error!(
                 key = s.object_key,
-                "a stored segment does not inflate to its recorded size"
+                "a recorded segment is not in the store or does not inflate to its recorded size"
             );
-            Err(IngestError::IngestionFailed)
-        }
-    }
+            IngestError::IngestionFailed
+        })
 }
 
-/// Inflate one zstd stream, reading at most `max + 1` bytes of output (so more than `max` is
-/// seen without inflating it all); `None` when it is not zstd or is longer than `max`.
-pub fn bounded_decode(compressed: &[u8], max: u64) -> Option<Vec<u8>> {
-    let decoder = zstd::stream::read::Decoder::new(compressed).ok()?;
-    let mut out = Vec::with_capacity(max.min(1 << 20) as usize);
-    decoder.take(max + 1).read_to_end(&mut out).ok()?;
-    (out.len() as u64 <= max).then_some(out)
+/// A recorded segment read back from `store` and inflated to exactly its recorded size
+/// (`syncplane_archive::segment::decode_exact`); `None` when its object is gone or is not what
+/// was recorded. The `lines` route and the transcript export read segments through it.
+pub(crate) async fn read_segment(
+    store: &Store,
+    s: &SegmentRow,
+) -> Result<Option<Vec<u8>>, StoreError> {
+    let Some(compressed) = store.get(&s.object_key, MAX_SEGMENT_BYTES).await? else {
+        return Ok(None);
+    };
+    let decoded_bytes = u64::try_from(s.decoded_bytes).unwrap_or(0);
+    Ok(syncplane_archive::segment::decode_exact(
+        &compressed,
+        decoded_bytes,
+    ))
 }
 
 #[cfg(test)]
@@ -272,14 +267,5 @@ mod tests {
         assert_eq!(lines, vec![&b"a"[..], b"", b"b"]);
         assert_eq!(split_lines(b"a\nb").count(), 2);
         assert_eq!(split_lines(b"").count(), 0);
-    }
-
-    #[test]
-    fn a_zstd_bomb_stops_at_the_bound() {
-        let big = vec![b'x'; 1 << 20];
-        let z = zstd::encode_all(&big[..], 3).unwrap();
-        assert_eq!(bounded_decode(&z, 1 << 20).map(|v| v.len()), Some(1 << 20));
-        assert_eq!(bounded_decode(&z, 1000), None);
-        assert_eq!(bounded_decode(b"not zstd", 1000), None);
     }
 }
