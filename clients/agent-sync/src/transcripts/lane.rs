@@ -377,21 +377,27 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
     /// Send `p`'s file's segments until it is caught up, fails, or the tick's budget is spent.
     async fn flush(&mut self, mut p: Progress, now: i64) -> Result<Flushed, LaneError> {
         let file = p.file();
-        let len = match self.source.len_of(&file) {
-            Ok(Some(len)) => len,
-            Ok(None) => {
-                tracing::info!(
-                    session_id = p.session_id,
-                    file_id = p.file_id,
-                    "transcript gone"
-                );
-                self.state.forget(&p.session_id, &p.file_id)?;
+        let mut adopted = 0;
+        loop {
+            // The length now, before every segment: a segment reads up to the file's end at its
+            // reading, so a file that grew meanwhile ends past an earlier look at its length,
+            // and only a fresh one tells growth from a shrink (a rewrite).
+            let len = match self.source.len_of(&file) {
+                Ok(Some(len)) => len,
+                Ok(None) => {
+                    tracing::info!(
+                        session_id = p.session_id,
+                        file_id = p.file_id,
+                        "transcript gone"
+                    );
+                    self.state.forget(&p.session_id, &p.file_id)?;
+                    return Ok(Flushed::Done);
+                }
+                Err(e) => return self.unreadable(&file, &e, now),
+            };
+            if self.segments_left == 0 {
                 return Ok(Flushed::Done);
             }
-            Err(e) => return self.unreadable(&file, &e, now),
-        };
-        let mut adopted = 0;
-        while self.segments_left > 0 {
             if !p.known {
                 let asked = self.api.state(self.file_ref(&p)).await;
                 match asked {
@@ -432,7 +438,6 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
                 Err(f) => return self.failed(&mut p, f, now),
             }
         }
-        Ok(Flushed::Done)
     }
 
     /// The next segment of `p`'s file, staged after its acknowledged offset; `None` when the

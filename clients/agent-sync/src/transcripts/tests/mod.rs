@@ -705,3 +705,71 @@ async fn a_rewrite_that_keeps_the_length_is_noticed_by_the_sweep_and_archived_ag
     assert_eq!(r.fake.state_of("s", "f").generation, 3);
     assert_eq!(r.lane.figures().generations_started, 2);
 }
+
+/// A source whose writer appends `growth` the first time the lane reads the file: the file grows
+/// between the flush's look at its length and the segment's read, as an agent appending while
+/// the lane sends does.
+struct GrowsWhileRead {
+    inner: MemorySource,
+    growth: Mutex<Option<Vec<u8>>>,
+}
+
+impl crate::transcripts::source::TranscriptSource for GrowsWhileRead {
+    fn discover(&self) -> std::io::Result<Vec<crate::transcripts::source::TranscriptFile>> {
+        self.inner.discover()
+    }
+    fn read_at(
+        &self,
+        file: &crate::transcripts::source::TranscriptFile,
+        offset: u64,
+        max: usize,
+    ) -> std::io::Result<Vec<u8>> {
+        if let Some(more) = self.growth.lock().unwrap().take() {
+            self.inner.append(&file.session_id, &file.file_id, &more);
+        }
+        self.inner.read_at(file, offset, max)
+    }
+    fn len_of(
+        &self,
+        file: &crate::transcripts::source::TranscriptFile,
+    ) -> std::io::Result<Option<u64>> {
+        self.inner.len_of(file)
+    }
+}
+
+#[tokio::test]
+async fn a_file_appended_to_while_its_segment_is_read_is_not_taken_for_a_rewrite() {
+    let src = MemorySource::default();
+    src.put("s", "f", lines(0, 5));
+    let fake = Fake::default();
+    let clock = FakeClock::at(1_780_000_000_000);
+    let mut lane = TranscriptLane::new(
+        GrowsWhileRead {
+            inner: src.clone(),
+            growth: Mutex::new(Some(lines(5, 4))),
+        },
+        TranscriptState::in_memory("ada", "laptop-1").unwrap(),
+        fake.clone(),
+        Arc::new(clock.clone()),
+        settings(),
+        "laptop-1",
+    )
+    .unwrap();
+    let file = src.file("s", "f").unwrap();
+    lane.enqueue(&file, Trigger::Terminal).unwrap();
+    for _ in 0..5 {
+        lane.tick().await.unwrap();
+        clock.advance(Duration::from_secs(1));
+    }
+    assert_eq!(lane.figures().generations_started, 0, "no new generation");
+    assert_eq!(
+        fake.state_of("s", "f"),
+        FileState {
+            generation: 1,
+            acked_offset: lines(0, 9).len() as u64
+        }
+    );
+    assert_eq!(fake.archive("s", "f"), lines(0, 9), "every byte, once");
+    let sent: usize = fake.segments().iter().map(|s| s.4.len()).sum();
+    assert_eq!(sent, lines(0, 9).len(), "no byte sent twice");
+}
