@@ -5,18 +5,14 @@
 use lambda_http::{Error, Request, run_concurrent, service_fn};
 use syncplane_core::schema::SchemaGuard;
 use syncplane_core::start::{OrExit, for_process};
-use syncplane_worker::app::{AppState, check_deployed_backend};
+use syncplane_worker::app::AppState;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     syncplane_core::telemetry::init(true);
     let config = syncplane_core::start::config().await;
     syncplane_core::start::check_databases(&config).await;
-    check_deployed_backend(&config, |k| std::env::var(k).ok());
-    let state = AppState::from_config(&config, syncplane_core::db::DEFAULT_POOL_SIZE)
-        .await
-        .or_exit("configuration error");
-    let state = for_process(state);
+    let state = AppState::for_lambda(&config).await;
     state
         .default_pool()
         .or_exit("configuration error: no tenant configured (DATABASE_URL or TENANTS_FILE)");

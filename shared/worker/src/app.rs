@@ -51,6 +51,19 @@ impl AppState {
 }
 
 impl AppState {
+    /// The state of an HTTP function's process (the sync API, the webhook), built once at its
+    /// start: the jobs backend checked against where it runs ([`check_deployed_backend`]), then
+    /// the state from the environment's `config`; a configuration it cannot use ends the process
+    /// with one line.
+    pub async fn for_lambda(config: &Config) -> &'static Self {
+        use syncplane_core::start::{OrExit, for_process};
+        check_deployed_backend(config, |k| std::env::var(k).ok());
+        let state = Self::from_config(config, syncplane_core::db::DEFAULT_POOL_SIZE)
+            .await
+            .or_exit("configuration error");
+        for_process(state)
+    }
+
     /// The default tenant's pool (the database the schema check looks at).
     pub fn default_pool(&self) -> Option<&sqlx::PgPool> {
         self.tenants.pool(self.default_tenant.as_str())

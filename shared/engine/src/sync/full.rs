@@ -91,7 +91,16 @@ pub async fn remove_unselected(
     }
 }
 
-async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Result<(), SyncError> {
+/// What a full run works from, inline or fanned out to the queue: the installation listed
+/// ([`estate::take`]), the repositories the configuration selects, and those triaged by head.
+pub struct Plan {
+    pub estate: estate::Estate,
+    pub wanted: Vec<RepoInfo>,
+    pub triage: head_batch::Triage,
+}
+
+/// List, narrow and triage (the unchanged repositories counted in `counts`).
+pub async fn plan(ws: &Workspace, counts: &mut RunCounts) -> Result<Plan, SyncError> {
     let estate = estate::take(ws).await?;
     let wanted: Vec<RepoInfo> = estate
         .repos
@@ -99,9 +108,21 @@ async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Resu
         .filter(|r| selected(&ws.config, r))
         .cloned()
         .collect();
-
     let triage = head_batch::triage(ws, wanted.clone(), Scope::FullRun, &estate.heads).await?;
     counts.repos_unchanged += triage.unchanged.len() as u32;
+    Ok(Plan {
+        estate,
+        wanted,
+        triage,
+    })
+}
+
+async fn full_run(ws: &Workspace, run: &mut Run, counts: &mut RunCounts) -> Result<(), SyncError> {
+    let Plan {
+        estate,
+        wanted,
+        triage,
+    } = plan(ws, counts).await?;
 
     let concurrency = ws.repo_concurrency();
     let mut stop: Option<SyncError> = None;

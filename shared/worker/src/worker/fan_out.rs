@@ -13,11 +13,9 @@ use serde::Serialize;
 use crate::jobs::sqs::{SqsAdapter, SubmitError};
 use crate::jobs::{Job, RepoRef};
 use crate::scheduler;
-use syncplane_engine::sync::estate;
-use syncplane_engine::sync::full::{RunReport, remove_unselected};
-use syncplane_engine::sync::head_batch::{self, Scope};
+use syncplane_engine::sync::full::{Plan, RunReport, plan, remove_unselected};
+use syncplane_engine::sync::head_batch;
 use syncplane_engine::sync::lock::{HeldLock, scheduler_key};
-use syncplane_engine::sync::removal::selected;
 use syncplane_engine::sync::repository::SyncError;
 use syncplane_engine::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
 use syncplane_engine::sync::workspace::Workspace;
@@ -140,15 +138,11 @@ async fn list_and_send(
     queue: &SqsAdapter,
     counts: &mut RunCounts,
 ) -> Result<usize, Stop> {
-    let estate = estate::take(ws).await?;
-    let wanted: Vec<RepoInfo> = estate
-        .repos
-        .iter()
-        .filter(|r| selected(&ws.config, r))
-        .cloned()
-        .collect();
-    let triage = head_batch::triage(ws, wanted.clone(), Scope::FullRun, &estate.heads).await?;
-    counts.repos_unchanged += triage.unchanged.len() as u32;
+    let Plan {
+        estate,
+        wanted,
+        triage,
+    } = plan(ws, counts).await?;
     let jobs: Vec<Job> = triage
         .to_sync
         .iter()
