@@ -378,10 +378,9 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
     async fn flush(&mut self, mut p: Progress, now: i64) -> Result<Flushed, LaneError> {
         let file = p.file();
         let mut adopted = 0;
-        loop {
-            // The length now, before every segment: a segment reads up to the file's end at its
-            // reading, so a file that grew meanwhile ends past an earlier look at its length,
-            // and only a fresh one tells growth from a shrink (a rewrite).
+        while self.segments_left > 0 {
+            // The length before every segment: one read earlier would take a file that grew
+            // while a segment was read (to its end then) for one that shrank.
             let len = match self.source.len_of(&file) {
                 Ok(Some(len)) => len,
                 Ok(None) => {
@@ -395,9 +394,6 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
                 }
                 Err(e) => return self.unreadable(&file, &e, now),
             };
-            if self.segments_left == 0 {
-                return Ok(Flushed::Done);
-            }
             if !p.known {
                 let asked = self.api.state(self.file_ref(&p)).await;
                 match asked {
@@ -438,6 +434,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
                 Err(f) => return self.failed(&mut p, f, now),
             }
         }
+        Ok(Flushed::Done)
     }
 
     /// The next segment of `p`'s file, staged after its acknowledged offset; `None` when the
