@@ -27,8 +27,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use syncplane_contract::transcripts::MAX_SEGMENT_SOURCE_BYTES;
-
 use crate::clock::Clock;
 use crate::lane_core::dead_letter::{Class, Ladder};
 use crate::lane_core::waits::{Quiet, at, at_least, heeded};
@@ -361,23 +359,19 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
     }
 
     fn caps(&self) -> Caps {
-        let h = self.hello;
-        Caps {
-            target_source: self.settings.target_segment_bytes,
-            max_source: MAX_SEGMENT_SOURCE_BYTES as usize,
-            max_decoded: h.map_or(Caps::default().max_decoded, |h| {
-                h.max_segment_decoded_bytes as usize
-            }),
-            max_compressed: h.map_or(Caps::default().max_compressed, |h| {
-                h.max_segment_bytes as usize
-            }),
-        }
+        let caps = self
+            .hello
+            .map(|h| (h.max_segment_decoded_bytes, h.max_segment_bytes));
+        Caps::within(self.settings.target_segment_bytes, caps)
     }
 
     /// Send `p`'s file's segments until it is caught up, fails, or the tick's budget is spent.
     async fn flush(&mut self, mut p: Progress, now: i64) -> Result<Flushed, LaneError> {
         let file = p.file();
         let mut adopted = 0;
+        // Where this flush's own last segment left the file: no rewrite check there (the
+        // whole-prefix hash would read the file again after every segment).
+        let mut sent_to = None;
         while self.segments_left > 0 {
             // The length before every segment: one read earlier would take a file that grew
             // while a segment was read (to its end then) for one that shrank.
@@ -401,10 +395,11 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
                     Err(f) => return self.failed(&mut p, f, now),
                 }
             }
-            match verify::rewritten(&self.source, &p, len) {
-                Ok(true) => self.new_generation(&mut p)?,
-                Ok(false) => {}
-                Err(e) => return self.unreadable(&file, &e, now),
+            let check = sent_to != Some((p.generation, p.acked_offset));
+            match check.then(|| verify::rewritten(&self.source, &p, len)) {
+                Some(Ok(true)) => self.new_generation(&mut p)?,
+                Some(Err(e)) => return self.unreadable(&file, &e, now),
+                Some(Ok(false)) | None => {}
             }
             if p.prefix_state.is_none() && p.acked_offset > 0 && p.acked_offset <= len {
                 // A state file from before the prefix's state was kept: learnt once, here.
@@ -419,7 +414,10 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
                 return Ok(Flushed::Done);
             };
             match self.send(&p, &seg).await {
-                Ok(st) => self.acknowledged(&mut p, &seg, st, len)?,
+                Ok(st) => {
+                    sent_to = Some((p.generation, seg.end()));
+                    self.acknowledged(&mut p, &seg, st, len)?;
+                }
                 Err(Failure::OffsetMismatch(st)) if adopted < 3 => {
                     adopted += 1;
                     tracing::info!(

@@ -42,6 +42,20 @@ pub struct Caps {
     pub max_compressed: usize,
 }
 
+impl Caps {
+    /// Segments of about `target_source` bytes of source, within the contract's caps or the
+    /// server's tighter `(decoded, compressed)` ones (its hello).
+    pub fn within(target_source: usize, server: Option<(u64, u64)>) -> Self {
+        let contract = Self::default();
+        Self {
+            target_source,
+            max_source: contract.max_source,
+            max_decoded: server.map_or(contract.max_decoded, |s| s.0 as usize),
+            max_compressed: server.map_or(contract.max_compressed, |s| s.1 as usize),
+        }
+    }
+}
+
 impl Default for Caps {
     fn default() -> Self {
         Self {

@@ -706,15 +706,17 @@ async fn a_rewrite_that_keeps_the_length_is_noticed_by_the_sweep_and_archived_ag
     assert_eq!(r.lane.figures().generations_started, 2);
 }
 
-/// A source whose writer appends `growth` the first time the lane reads the file: the file grows
-/// between the flush's look at its length and the segment's read, as an agent appending while
-/// the lane sends does.
-struct GrowsWhileRead {
+/// A [`MemorySource`] watched: its writer appends `growth` the first time the lane reads the file
+/// (the file grows between the flush's look at its length and the segment's read, as an agent
+/// appending while the lane sends does), and the bytes the lane reads are counted.
+#[derive(Default)]
+struct Watched {
     inner: MemorySource,
     growth: Mutex<Option<Vec<u8>>>,
+    read: std::sync::atomic::AtomicUsize,
 }
 
-impl crate::transcripts::source::TranscriptSource for GrowsWhileRead {
+impl crate::transcripts::source::TranscriptSource for Watched {
     fn discover(&self) -> std::io::Result<Vec<crate::transcripts::source::TranscriptFile>> {
         self.inner.discover()
     }
@@ -727,7 +729,10 @@ impl crate::transcripts::source::TranscriptSource for GrowsWhileRead {
         if let Some(more) = self.growth.lock().unwrap().take() {
             self.inner.append(&file.session_id, &file.file_id, &more);
         }
-        self.inner.read_at(file, offset, max)
+        let bytes = self.inner.read_at(file, offset, max)?;
+        self.read
+            .fetch_add(bytes.len(), std::sync::atomic::Ordering::Relaxed);
+        Ok(bytes)
     }
     fn len_of(
         &self,
@@ -737,24 +742,30 @@ impl crate::transcripts::source::TranscriptSource for GrowsWhileRead {
     }
 }
 
-#[tokio::test]
-async fn a_file_appended_to_while_its_segment_is_read_is_not_taken_for_a_rewrite() {
-    let src = MemorySource::default();
-    src.put("s", "f", lines(0, 5));
-    let fake = Fake::default();
-    let clock = FakeClock::at(1_780_000_000_000);
-    let mut lane = TranscriptLane::new(
-        GrowsWhileRead {
-            inner: src.clone(),
-            growth: Mutex::new(Some(lines(5, 4))),
-        },
+fn watched_lane(src: Watched, fake: &Fake, clock: &FakeClock) -> TranscriptLane<Watched, Fake> {
+    TranscriptLane::new(
+        src,
         TranscriptState::in_memory("ada", "laptop-1").unwrap(),
         fake.clone(),
         Arc::new(clock.clone()),
         settings(),
         "laptop-1",
     )
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_file_appended_to_while_its_segment_is_read_is_not_taken_for_a_rewrite() {
+    let src = MemorySource::default();
+    src.put("s", "f", lines(0, 5));
+    let fake = Fake::default();
+    let clock = FakeClock::at(1_780_000_000_000);
+    let watched = Watched {
+        inner: src.clone(),
+        growth: Mutex::new(Some(lines(5, 4))),
+        ..Watched::default()
+    };
+    let mut lane = watched_lane(watched, &fake, &clock);
     let file = src.file("s", "f").unwrap();
     lane.enqueue(&file, Trigger::Terminal).unwrap();
     for _ in 0..5 {
@@ -772,4 +783,42 @@ async fn a_file_appended_to_while_its_segment_is_read_is_not_taken_for_a_rewrite
     assert_eq!(fake.archive("s", "f"), lines(0, 9), "every byte, once");
     let sent: usize = fake.segments().iter().map(|s| s.4.len()).sum();
     assert_eq!(sent, lines(0, 9).len(), "no byte sent twice");
+}
+
+#[tokio::test]
+async fn a_flush_of_appended_lines_reads_them_and_the_witnesses_not_the_whole_file_again() {
+    let src = MemorySource::default();
+    src.put("s", "f", lines(0, 6000));
+    let fake = Fake::default();
+    let clock = FakeClock::at(1_780_000_000_000);
+    let watched = Watched {
+        inner: src.clone(),
+        ..Watched::default()
+    };
+    let mut lane = watched_lane(watched, &fake, &clock);
+    for _ in 0..200 {
+        lane.tick().await.unwrap();
+        if lane.drained().unwrap() {
+            break;
+        }
+        clock.advance(Duration::from_secs(1));
+    }
+    assert_eq!(fake.archive("s", "f"), lines(0, 6000), "the backfill");
+    src.append("s", "f", &lines(6000, 10));
+    lane.enqueue(&src.file("s", "f").unwrap(), Trigger::Terminal)
+        .unwrap();
+    let before = lane
+        .source()
+        .read
+        .load(std::sync::atomic::Ordering::Relaxed);
+    lane.tick().await.unwrap();
+    let read = lane
+        .source()
+        .read
+        .load(std::sync::atomic::Ordering::Relaxed)
+        - before;
+    let whole = lines(0, 6010).len();
+    assert_eq!(fake.archive("s", "f"), lines(0, 6010), "the appended lines");
+    // The new lines, the head witness (64 KiB) and the last segment's: not the whole file.
+    assert!(read < whole / 2, "{read} bytes read of a {whole}-byte file");
 }
