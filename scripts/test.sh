@@ -39,12 +39,12 @@ if ! said=$(SYNCPLANE_BIN="$target_dir/debug/syncplane" bash scripts/services.sh
 fi
 
 # The tests wait on Postgres, the emulators, child processes and browsers far more than they
-# compute, so each test binary runs four tests per core, at most 8: each test has its own
-# database and pools, under Postgres's 100 connections (at 16 on 2 cores the heaviest tests ran
-# out of connections). The figures: docs/benchmarks.md "The tests" (issue 32).
-# RUST_TEST_THREADS set by the caller wins.
+# compute (the integration suite: about 60 s of CPU in 230 s at 2 threads), so each test binary
+# runs three tests per core, at most 8 (each test has its own database and pools, under
+# Postgres's 100 connections): the suite took half the time at 6 threads on 2 cores, and longer
+# again at 12 (issue 32). RUST_TEST_THREADS set by the caller wins.
 cores=$(nproc 2>/dev/null || echo 2)
-threads=$((cores * 4))
+threads=$((cores * 3))
 if [ "$threads" -gt 8 ]; then threads=8; fi
 export RUST_TEST_THREADS="${RUST_TEST_THREADS:-$threads}"
 
