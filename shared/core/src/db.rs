@@ -43,6 +43,7 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = migrations![
     13 "listing checks" "0013_listing_checks.sql",
     14 "document images" "0014_document_images.sql",
     15 "transcript search" "0015_transcript_search.sql",
+    16 "transcript lines without foreign keys" "0016_transcript_lines_without_foreign_keys.sql",
 ];
 
 /// [`MIGRATIONS`] as sqlx runs them (checksums are SHA-384 of the SQL, as `migrate!` makes them,

@@ -11,6 +11,8 @@
 //! left over.
 
 use chrono::{DateTime, Utc};
+use sqlx::postgres::types::Oid;
+use sqlx::postgres::{PgArgumentBuffer, PgHasArrayType, PgTypeInfo};
 use sqlx::{PgPool, Postgres, Transaction};
 
 use super::extract::Extractor;
@@ -35,8 +37,38 @@ struct Row {
     tool_name: Option<String>,
     at: Option<DateTime<Utc>>,
     body: String,
-    /// The row's `tsvector` literal ([`lexer::vector`]).
-    vector: String,
+    /// The row's `tsvector` in its binary form ([`lexer::Lexer::binary_vector`]).
+    vector: BinaryVector,
+}
+
+/// A `tsvector` sent in Postgres's binary form ([`lexer::Lexer::binary_vector`]).
+#[derive(Debug, Clone)]
+pub struct BinaryVector(pub Vec<u8>);
+
+/// `tsvector` and `tsvector[]`: fixed type ids of every Postgres (`pg_type`).
+const TSVECTOR_OID: u32 = 3614;
+const TSVECTOR_ARRAY_OID: u32 = 3643;
+
+impl sqlx::Type<Postgres> for BinaryVector {
+    fn type_info() -> PgTypeInfo {
+        PgTypeInfo::with_oid(Oid(TSVECTOR_OID))
+    }
+}
+
+impl PgHasArrayType for BinaryVector {
+    fn array_type_info() -> PgTypeInfo {
+        PgTypeInfo::with_oid(Oid(TSVECTOR_ARRAY_OID))
+    }
+}
+
+impl sqlx::Encode<'_, Postgres> for BinaryVector {
+    fn encode_by_ref(
+        &self,
+        buf: &mut PgArgumentBuffer,
+    ) -> Result<sqlx::encode::IsNull, sqlx::error::BoxDynError> {
+        buf.extend(self.0.iter().copied());
+        Ok(sqlx::encode::IsNull::No)
+    }
 }
 
 /// A segment's rows, ready to write, and its number of lines.
@@ -76,7 +108,7 @@ pub fn prepare(decoded: &[u8]) -> Prepared {
                 role: e.role.map(|r| r.as_str()),
                 tool_name: e.tool_name.clone(),
                 at,
-                vector: lexer.vector(text, &code_tokens(text)),
+                vector: BinaryVector(lexer.binary_vector(text, &code_tokens(text))),
                 body: text.to_owned(),
             });
         }
@@ -136,10 +168,9 @@ pub async fn write(
                     compute_target_id, session_id, segment_line, line_no, part, role, tool_name,
                     at, body, search_vector)
              SELECT $1, $2, $3, $4, $5, $6, l.segment_line, $7 + l.line, l.part, l.role,
-                    l.tool_name, coalesce(l.at, $16), l.body,
-                    l.vector::tsvector
+                    l.tool_name, coalesce(l.at, $16), l.body, l.vector
                FROM unnest($8::int[], $9::bigint[], $10::int[], $11::text[], $12::text[],
-                           $13::timestamptz[], $14::text[], $15::text[])
+                           $13::timestamptz[], $14::text[], $15::tsvector[])
                     AS l(segment_line, line, part, role, tool_name, at, body, vector)",
         )
         .bind(place.org_id)
@@ -161,7 +192,7 @@ pub async fn write(
         )
         .bind(chunk.iter().map(|r| r.at).collect::<Vec<_>>())
         .bind(chunk.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|r| r.vector.as_str()).collect::<Vec<_>>())
+        .bind(chunk.iter().map(|r| &r.vector).collect::<Vec<_>>())
         .bind(place.recorded_at)
         .execute(&mut **tx)
         .await?;

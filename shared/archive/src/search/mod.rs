@@ -6,7 +6,7 @@
 //!
 //! What is searchable is what the archive holds: the redacted bytes the client uploaded, of the
 //! current generation (a new generation deletes the old one's lines), until retention deletes
-//! the segment (its lines go with it: migration 0015's foreign key).
+//! the segment (its lines go with it: migration 0016's trigger).
 
 pub mod extract;
 pub mod find;

@@ -340,6 +340,72 @@ async fn a_new_generation_replaces_the_old_lines_and_retention_removes_them() {
 }
 
 #[tokio::test]
+async fn a_line_never_outlives_its_segment_when_its_org_or_compute_target_is_deleted() {
+    // Migration 0016: the lines' foreign keys gave way to a trigger on the segments; the
+    // cascades from an org or a compute target reach the segments, and the trigger their lines.
+    let lines = "SELECT count(*) FROM transcript_lines";
+    let e = env().await;
+    record(&e, 1, 0, &session_lines(2)).await;
+    let before = e.count(lines).await;
+    assert!(before > 0);
+    e.exec(&format!(
+        "DELETE FROM orgs WHERE id = {}",
+        other_org(&e).await
+    ))
+    .await;
+    assert_eq!(
+        e.count(lines).await,
+        before,
+        "another org's delete takes none"
+    );
+    e.exec(&format!("DELETE FROM orgs WHERE id = {}", e.org))
+        .await;
+    assert_eq!(e.count(lines).await, 0, "the org's lines went with it");
+
+    let e = env().await;
+    record(&e, 1, 0, &session_lines(2)).await;
+    assert!(e.count(lines).await > 0);
+    e.exec(&format!(
+        "DELETE FROM compute_targets WHERE id = '{TARGET}'"
+    ))
+    .await;
+    assert_eq!(
+        e.count(lines).await,
+        0,
+        "the compute target's lines went with it"
+    );
+}
+
+#[tokio::test]
+async fn the_vector_sent_in_binary_is_the_vector_its_literal_reads_as() {
+    // The indexer sends each line's vector in Postgres's binary form; the literal (the form
+    // Postgres parses) is the oracle: Postgres must read both as the same vector.
+    use shared::archive::search::{index::BinaryVector, lexer, tokens::code_tokens};
+    let e = env().await;
+    let many = "retry ".repeat(300);
+    let texts = [
+        "The connection was refused; refusing connections v2 TLS".to_owned(),
+        "thread 'main' panicked at src/main.rs:12:5: connect ECONNREFUSED 127.0.0.1:5432"
+            .to_owned(),
+        r#"it's a 'quoted' \ back\slash "double" O'Brien's --no-verify FOO_BAR=1"#.to_owned(),
+        "Ünïcödé İstanbul straße ΣΊΣΥΦΟΣ 東京 snake_case_name CamelCase Src/Main.RS".to_owned(),
+        many,
+        String::new(),
+        "the of and".to_owned(),
+    ];
+    for text in &texts {
+        let codes = code_tokens(text);
+        let same: bool = sqlx::query_scalar("SELECT $1::text = $2::tsvector::text")
+            .bind(BinaryVector(lexer::binary_vector(text, &codes)))
+            .bind(lexer::vector(text, &codes))
+            .fetch_one(&e.db.pool)
+            .await
+            .unwrap();
+        assert!(same, "{text:?}: {}", lexer::vector(text, &codes));
+    }
+}
+
+#[tokio::test]
 async fn a_segment_the_worker_completes_from_the_s3_notification_is_searchable_too() {
     let e = env().await;
     let token = read_token(&e, e.org).await;
