@@ -374,6 +374,12 @@ async fn a_line_never_outlives_its_segment_when_its_org_or_compute_target_is_del
         0,
         "the compute target's lines went with it"
     );
+
+    let e = env().await;
+    record(&e, 1, 0, &session_lines(2)).await;
+    assert!(e.count(lines).await > 0);
+    e.exec("TRUNCATE orgs CASCADE").await;
+    assert_eq!(e.count(lines).await, 0, "emptied with the segments");
 }
 
 #[tokio::test]
@@ -390,6 +396,8 @@ async fn the_vector_sent_in_binary_is_the_vector_its_literal_reads_as() {
         r#"it's a 'quoted' \ back\slash "double" O'Brien's --no-verify FOO_BAR=1"#.to_owned(),
         "Ünïcödé İstanbul straße ΣΊΣΥΦΟΣ 東京 snake_case_name CamelCase Src/Main.RS".to_owned(),
         many,
+        // Past Postgres's last position (16,383): the rest of the words share it.
+        "word ".repeat(17_000),
         String::new(),
         "the of and".to_owned(),
     ];
