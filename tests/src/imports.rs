@@ -44,7 +44,7 @@ pub const CORE_LAYERS: &[&[&str]] = &[
     &["config"],
     &["telemetry", "metrics", "http", "params", "db"],
     &["schema"],
-    &["start"],
+    &["start", "runtime"],
 ];
 
 /// One source file: its path as displayed (`shared/src/jobs/mod.rs`) and its module path.

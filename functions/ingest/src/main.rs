@@ -2,9 +2,10 @@
 //! and the transcript lane's `/api/agent-sessions/transcripts/...` routes:
 //! logging, configuration, a lazily connected pool kept across invocations, the schema check
 //! (503 `schema_behind`), then
-//! `syncplane_ingest::serve` (the schema check, then the handler).
+//! `syncplane_ingest::serve` (the schema check, then the handler), in the runtime loop built once in
+//! `syncplane_core::runtime`.
 
-use lambda_http::{Error, Request, run_concurrent, service_fn};
+use lambda_http::Error;
 use syncplane_core::schema::SchemaGuard;
 use syncplane_core::start::{OrExit, for_process};
 use syncplane_ingest::{IngestState, serve};
@@ -34,8 +35,6 @@ async fn main() -> Result<(), Error> {
     };
     let state = for_process(state);
     let schema = for_process(SchemaGuard::default());
-    run_concurrent(service_fn(move |req: Request| async move {
-        Ok::<_, Error>(serve(state, schema, req).await)
-    }))
-    .await
+    syncplane_core::runtime::serve_http(Box::new(move |req| Box::pin(serve(state, schema, req))))
+        .await
 }

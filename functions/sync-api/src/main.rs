@@ -1,10 +1,11 @@
 //! Thin Lambda entry point for the sync API (`/api/sync`, `/api/repos`, `/api/sync/runs[/{id}]`)
 //! and the read API (`/api/search`, `/api/repos/{owner}/{name}/...`, `/api/openapi.json`):
 //! logging, configuration (fail fast, naming the variable), the state built once and kept across
-//! invocations (lazily connected pools), then `syncplane_api::serve`: `GET /api/health`, else the
+//! invocations (lazily connected pools), then, in the runtime loop built once in
+//! `syncplane_core::runtime`, `syncplane_api::serve`: `GET /api/health`, else the
 //! schema check (503 `schema_behind`) and `syncplane_api::handle`.
 
-use lambda_http::{Error, Request, run_concurrent, service_fn};
+use lambda_http::Error;
 use syncplane_core::schema::SchemaGuard;
 use syncplane_core::start::for_process;
 use syncplane_worker::app::AppState;
@@ -16,8 +17,8 @@ async fn main() -> Result<(), Error> {
     syncplane_core::start::check_databases(&config).await;
     let state = AppState::for_lambda(&config).await;
     let schema = for_process(SchemaGuard::default());
-    run_concurrent(service_fn(move |req: Request| async move {
-        Ok::<_, Error>(syncplane_api::serve(state, schema, req).await)
+    syncplane_core::runtime::serve_http(Box::new(move |req| {
+        Box::pin(syncplane_api::serve(state, schema, req))
     }))
     .await
 }

@@ -2,10 +2,10 @@
 //! built once, then per invocation the configuration read again (the tenant list can change),
 //! the schema check (`syncplane_worker::worker::held::JobsSchema::hold_back`: a tenant whose database is behind
 //! this build gets no job, one log line, and fails the invocation once the others have ticked)
-//! and `syncplane_worker::worker::tick::TickFunction::invoke`.
+//! and `syncplane_worker::worker::tick::TickFunction::invoke`, in the runtime loop built once in
+//! `syncplane_core::runtime` (the report goes back as JSON, as the runtime wrote it).
 
-use aws_lambda_events::event::eventbridge::EventBridgeEvent;
-use lambda_runtime::{Error, LambdaEvent, run_concurrent, service_fn};
+use lambda_runtime::Error;
 use syncplane_core::start::for_process;
 use syncplane_worker::worker::held::{JobsFunction, JobsSchema};
 use syncplane_worker::worker::tick::{TickFunction, TickReport};
@@ -17,8 +17,8 @@ async fn main() -> Result<(), Error> {
     syncplane_core::start::check_databases(&config).await;
     let tick = for_process(TickFunction::new(&config).await);
     let schema = for_process(JobsSchema::new(JobsFunction::Tick));
-    run_concurrent(service_fn(
-        move |_event: LambdaEvent<EventBridgeEvent>| async move {
+    syncplane_core::runtime::serve_schedule(Box::new(move |_event| {
+        Box::pin(async move {
             let mut config = syncplane_core::config::from_env_resolved().await?;
             // With the scheduler off the tick touches no database: nothing to check.
             let held_back = if config.scheduler_enabled {
@@ -32,11 +32,12 @@ async fn main() -> Result<(), Error> {
                 Some(tick.invoke(&config, chrono::Utc::now()).await?)
             };
             held_back?;
-            Ok::<TickReport, Error>(report.unwrap_or(TickReport {
+            let report = report.unwrap_or(TickReport {
                 scheduler_enabled: config.scheduler_enabled,
                 tenants: Vec::new(),
-            }))
-        },
-    ))
+            });
+            Ok::<_, Error>(serde_json::value::to_raw_value(&report)?)
+        })
+    }))
     .await
 }

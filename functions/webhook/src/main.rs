@@ -1,8 +1,8 @@
 //! Thin Lambda entry point for `POST /github/webhook[/{tenant}]`: logging, configuration (fail
-//! fast, naming the variable), the state built once and kept across invocations (lazily connected pools), then `syncplane_webhook::serve`: the schema check (503
+//! fast, naming the variable), the state built once and kept across invocations (lazily connected pools), then, in the runtime loop built once in `syncplane_core::runtime`, `syncplane_webhook::serve`: the schema check (503
 //! `schema_behind`), then the handler.
 
-use lambda_http::{Error, Request, run_concurrent, service_fn};
+use lambda_http::Error;
 use syncplane_core::schema::SchemaGuard;
 use syncplane_core::start::{OrExit, for_process};
 use syncplane_worker::app::AppState;
@@ -17,8 +17,8 @@ async fn main() -> Result<(), Error> {
         .default_pool()
         .or_exit("configuration error: no tenant configured (DATABASE_URL or TENANTS_FILE)");
     let schema = for_process(SchemaGuard::default());
-    run_concurrent(service_fn(move |req: Request| async move {
-        Ok::<_, Error>(syncplane_webhook::serve(state, schema, req).await)
+    syncplane_core::runtime::serve_http(Box::new(move |req| {
+        Box::pin(syncplane_webhook::serve(state, schema, req))
     }))
     .await
 }

@@ -1,5 +1,6 @@
 //! Thin Lambda entry point for the worker (SQS event source with `ReportBatchItemFailures`):
-//! logging, configuration, the tenants and the jobs adapter built once, then per batch
+//! logging, configuration, the tenants and the jobs adapter built once, then per batch (in the runtime loop built once in
+//! `syncplane_core::runtime`)
 //! `syncplane_worker::worker::Worker::serve`: the schema check (a tenant whose database is behind this build
 //! has its jobs put back on the queue with a delay, unrun, with one log line), then the jobs. With
 //! `TRANSCRIPT_BUCKET` it also completes uploads from the bucket's notifications and runs the
@@ -7,8 +8,7 @@
 
 use std::sync::Arc;
 
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use lambda_runtime::{Error, LambdaEvent, run_concurrent, service_fn};
+use lambda_runtime::Error;
 use syncplane_core::start::{OrExit, for_process};
 use syncplane_engine::sync::workspace::RunOptions;
 use syncplane_worker::tenants::Tenants;
@@ -39,8 +39,5 @@ async fn main() -> Result<(), Error> {
         worker = worker.with_archive(archive);
     }
     let worker = for_process(worker);
-    run_concurrent(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        Ok::<SqsBatchResponse, Error>(worker.serve(event.payload).await)
-    }))
-    .await
+    syncplane_core::runtime::serve_queue(Box::new(move |batch| Box::pin(worker.serve(batch)))).await
 }

@@ -2,11 +2,11 @@
 //! typed configuration (environment, secrets by reference, tenants), logs and metrics, the HTTP
 //! envelope every surface answers with, Postgres (pools, row reading, the embedded migrations,
 //! advisory-lock keys), the schema check and migration, query parameters, and a function's
-//! start-up.
+//! start-up and its runtime loop.
 //!
 //! Uses no other crate of the workspace. Inside, modules import down this list only (the
 //! architecture test checks it): `limits`; `config`; `telemetry`, `metrics`, `http`, `params`,
-//! `db`; `schema`; `start`.
+//! `db`; `schema`; `start`, `runtime`.
 
 pub mod config;
 pub mod db;
@@ -14,6 +14,7 @@ pub mod http;
 pub mod limits;
 pub mod metrics;
 pub mod params;
+pub mod runtime;
 pub mod schema;
 pub mod start;
 pub mod telemetry;
