@@ -24,6 +24,7 @@
 //! makes it adopt the server's state and go on from there. A file that shrank, or whose last
 //! acknowledged segment's source bytes (or first 64 KiB) changed, starts a new generation at 0.
 
+use std::io::ErrorKind;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -377,15 +378,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
             // while a segment was read (to its end then) for one that shrank.
             let len = match self.source.len_of(&file) {
                 Ok(Some(len)) => len,
-                Ok(None) => {
-                    tracing::info!(
-                        session_id = p.session_id,
-                        file_id = p.file_id,
-                        "transcript gone"
-                    );
-                    self.state.forget(&p.session_id, &p.file_id)?;
-                    return Ok(Flushed::Done);
-                }
+                Ok(None) => return self.unreadable(&file, &ErrorKind::NotFound.into(), now),
                 Err(e) => return self.unreadable(&file, &e, now),
             };
             if !p.known {
@@ -648,15 +641,23 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         })
     }
 
+    /// A read that failed: the file set aside; or, deleted since it was found (its session
+    /// removed, say), its progress forgotten (a file of that name found later is a new file).
     fn unreadable(
         &mut self,
         file: &TranscriptFile,
         e: &std::io::Error,
         now: i64,
     ) -> Result<Flushed, LaneError> {
-        tracing::warn!(session_id = file.session_id, file_id = file.file_id, error = %e,
-            "transcript unreadable: set aside");
-        self.set_aside(file, Class::Deterministic, "unreadable", now)?;
+        if e.kind() == ErrorKind::NotFound {
+            tracing::info!(session_id = %file.session_id, file_id = %file.file_id,
+                "transcript gone");
+            self.state.forget(&file.session_id, &file.file_id)?;
+        } else {
+            tracing::warn!(session_id = file.session_id, file_id = file.file_id, error = %e,
+                "transcript unreadable: set aside");
+            self.set_aside(file, Class::Deterministic, "unreadable", now)?;
+        }
         Ok(Flushed::Done)
     }
 

@@ -708,11 +708,14 @@ async fn a_rewrite_that_keeps_the_length_is_noticed_by_the_sweep_and_archived_ag
 
 /// A [`MemorySource`] watched: its writer appends `growth` the first time the lane reads the file
 /// (the file grows between the flush's look at its length and the segment's read, as an agent
-/// appending while the lane sends does), and the bytes the lane reads are counted.
+/// appending while the lane sends does), or deletes the file named by `vanish` as the lane first
+/// reads it (after its length was read: a session deleted mid-flush), and the bytes the lane
+/// reads are counted.
 #[derive(Default)]
 struct Watched {
     inner: MemorySource,
     growth: Mutex<Option<Vec<u8>>>,
+    vanish: Mutex<Option<String>>,
     read: std::sync::atomic::AtomicUsize,
 }
 
@@ -729,6 +732,12 @@ impl crate::transcripts::source::TranscriptSource for Watched {
         if let Some(more) = self.growth.lock().unwrap().take() {
             self.inner.append(&file.session_id, &file.file_id, &more);
         }
+        let mut vanish = self.vanish.lock().unwrap();
+        if vanish.as_deref() == Some(file.file_id.as_str()) {
+            *vanish = None;
+            self.inner.remove(&file.session_id, &file.file_id);
+        }
+        drop(vanish);
         let bytes = self.inner.read_at(file, offset, max)?;
         self.read
             .fetch_add(bytes.len(), std::sync::atomic::Ordering::Relaxed);
@@ -821,4 +830,53 @@ async fn a_flush_of_appended_lines_reads_them_and_the_witnesses_not_the_whole_fi
     assert_eq!(fake.archive("s", "f"), lines(0, 6010), "the appended lines");
     // The new lines, the head witness (64 KiB) and the last segment's: not the whole file.
     assert!(read < whole / 2, "{read} bytes read of a {whole}-byte file");
+}
+
+#[tokio::test]
+async fn a_file_deleted_between_its_length_and_its_read_is_gone_not_set_aside() {
+    let src = MemorySource::default();
+    src.put("s", "f", lines(0, 5));
+    src.put("s", "ok", lines(0, 3));
+    let fake = Fake::default();
+    let clock = FakeClock::at(1_780_000_000_000);
+    let watched = Watched {
+        inner: src.clone(),
+        vanish: Mutex::new(Some("f".into())),
+        ..Watched::default()
+    };
+    let mut lane = watched_lane(watched, &fake, &clock);
+    for id in ["f", "ok"] {
+        let file = src.file("s", id).unwrap();
+        lane.enqueue(&file, Trigger::Terminal).unwrap();
+    }
+    for _ in 0..5 {
+        lane.tick().await.unwrap();
+        clock.advance(Duration::from_secs(1));
+    }
+    assert!(
+        src.file("s", "f").is_none(),
+        "the file was deleted mid-flush"
+    );
+    assert_eq!(
+        lane.state().dead_letters().unwrap(),
+        vec![],
+        "nothing set aside"
+    );
+    assert_eq!(
+        lane.state().get("s", "f").unwrap(),
+        None,
+        "its progress forgotten"
+    );
+    assert!(
+        fake.segments().iter().all(|s| s.1 != "f"),
+        "nothing of it sent"
+    );
+    assert_eq!(fake.archive("s", "ok"), lines(0, 3), "the others go on");
+
+    // Written again under the same name: a new file, sent whole at once, with no restart.
+    src.put("s", "f", lines(10, 2));
+    lane.enqueue(&src.file("s", "f").unwrap(), Trigger::Terminal)
+        .unwrap();
+    lane.tick().await.unwrap();
+    assert_eq!(fake.archive("s", "f"), lines(10, 2));
 }
