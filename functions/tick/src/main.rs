@@ -3,7 +3,7 @@
 //! the schema check (`syncplane_worker::worker::held::JobsSchema::hold_back`: a tenant whose database is behind
 //! this build gets no job, one log line, and fails the invocation once the others have ticked)
 //! and `syncplane_worker::worker::tick::TickFunction::invoke`, in the runtime loop built once in
-//! `syncplane_core::runtime` (the report goes back as JSON, as the runtime wrote it).
+//! `syncplane_core::runtime` (the report goes back as the JSON the tick wrote, unchanged).
 
 use lambda_runtime::Error;
 use syncplane_core::start::for_process;

@@ -359,13 +359,6 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         }
     }
 
-    fn caps(&self) -> Caps {
-        let caps = self
-            .hello
-            .map(|h| (h.max_segment_decoded_bytes, h.max_segment_bytes));
-        Caps::within(self.settings.target_segment_bytes, caps)
-    }
-
     /// Send `p`'s file's segments until it is caught up, fails, or the tick's budget is spent.
     async fn flush(&mut self, mut p: Progress, now: i64) -> Result<Flushed, LaneError> {
         let file = p.file();
@@ -378,11 +371,21 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
             // while a segment was read (to its end then) for one that shrank.
             let len = match self.source.len_of(&file) {
                 Ok(Some(len)) => len,
-                Ok(None) => return self.unreadable(&file, &ErrorKind::NotFound.into(), now),
+                Ok(None) => {
+                    tracing::info!(session_id = %p.session_id, file_id = %p.file_id,
+                        "transcript gone");
+                    self.state.forget(&p.session_id, &p.file_id)?;
+                    return Ok(Flushed::Done);
+                }
                 Err(e) => return self.unreadable(&file, &e, now),
             };
             if !p.known {
-                let asked = self.api.state(self.file_ref(&p)).await;
+                let named = FileRef {
+                    compute_target_id: &self.target,
+                    session_id: &p.session_id,
+                    file_id: &p.file_id,
+                };
+                let asked = self.api.state(named).await;
                 match asked {
                     Ok(st) => self.adopt(&mut p, st, len)?,
                     Err(f) => return self.failed(&mut p, f, now),
@@ -443,7 +446,10 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
             (0, _) => Some(verify::empty_prefix()),
             (_, known) => known.map(<[u8]>::to_vec),
         };
-        let caps = self.caps();
+        let hello = self
+            .hello
+            .map(|h| (h.max_segment_decoded_bytes, h.max_segment_bytes));
+        let caps = Caps::within(self.settings.target_segment_bytes, hello);
         let staged = stage_after(
             &self.source,
             file,
@@ -470,14 +476,6 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
             }
         }
         Ok(None)
-    }
-
-    fn file_ref<'a>(&'a self, p: &'a Progress) -> FileRef<'a> {
-        FileRef {
-            compute_target_id: &self.target,
-            session_id: &p.session_id,
-            file_id: &p.file_id,
-        }
     }
 
     /// Intent, upload, complete; a spent intent (expired, refused, nothing stored) is asked
@@ -641,8 +639,10 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         })
     }
 
-    /// A read that failed: the file set aside; or, deleted since it was found (its session
-    /// removed, say), its progress forgotten (a file of that name found later is a new file).
+    /// A read that failed: the file set aside. A file deleted since its length was read is only
+    /// unscheduled: its progress and witnesses stay, so a file written again under its name is
+    /// checked against them (carried on, or a new generation from offset 0), never taken for the
+    /// old file by adopting the server's position.
     fn unreadable(
         &mut self,
         file: &TranscriptFile,
@@ -651,8 +651,8 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
     ) -> Result<Flushed, LaneError> {
         if e.kind() == ErrorKind::NotFound {
             tracing::info!(session_id = %file.session_id, file_id = %file.file_id,
-                "transcript gone");
-            self.state.forget(&file.session_id, &file.file_id)?;
+                "transcript gone while read: unscheduled until it is written again");
+            self.state.caught_up(&file.session_id, &file.file_id, now)?;
         } else {
             tracing::warn!(session_id = file.session_id, file_id = file.file_id, error = %e,
                 "transcript unreadable: set aside");

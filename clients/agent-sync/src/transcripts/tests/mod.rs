@@ -862,10 +862,9 @@ async fn a_file_deleted_between_its_length_and_its_read_is_gone_not_set_aside() 
         vec![],
         "nothing set aside"
     );
-    assert_eq!(
-        lane.state().get("s", "f").unwrap(),
-        None,
-        "its progress forgotten"
+    assert!(
+        !lane.state().is_pending("s", "f").unwrap(),
+        "unscheduled until it is written again"
     );
     assert!(
         fake.segments().iter().all(|s| s.1 != "f"),
@@ -873,10 +872,50 @@ async fn a_file_deleted_between_its_length_and_its_read_is_gone_not_set_aside() 
     );
     assert_eq!(fake.archive("s", "ok"), lines(0, 3), "the others go on");
 
-    // Written again under the same name: a new file, sent whole at once, with no restart.
+    // Written again under the same name: sent whole at once, with no restart.
     src.put("s", "f", lines(10, 2));
     lane.enqueue(&src.file("s", "f").unwrap(), Trigger::Terminal)
         .unwrap();
     lane.tick().await.unwrap();
     assert_eq!(fake.archive("s", "f"), lines(10, 2));
+}
+
+#[tokio::test]
+async fn a_file_deleted_mid_flush_and_written_again_longer_is_a_new_generation_not_a_continuation()
+{
+    let src = MemorySource::default();
+    src.put("s", "f", lines(0, 5));
+    let fake = Fake::default();
+    let clock = FakeClock::at(1_780_000_000_000);
+    let watched = Watched {
+        inner: src.clone(),
+        ..Watched::default()
+    };
+    let mut lane = watched_lane(watched, &fake, &clock);
+    lane.enqueue(&src.file("s", "f").unwrap(), Trigger::Terminal)
+        .unwrap();
+    lane.tick().await.unwrap();
+    assert_eq!(fake.archive("s", "f"), lines(0, 5));
+
+    // Grown, then deleted as the lane reads it.
+    src.append("s", "f", &lines(5, 2));
+    *lane.source().vanish.lock().unwrap() = Some("f".into());
+    lane.enqueue(&src.file("s", "f").unwrap(), Trigger::Terminal)
+        .unwrap();
+    clock.advance(Duration::from_secs(1));
+    lane.tick().await.unwrap();
+    assert!(src.file("s", "f").is_none());
+    assert_eq!(lane.state().dead_letters().unwrap(), vec![]);
+
+    // Another file under its name, longer than what was acknowledged: none of the old file's
+    // bytes are taken for its beginning.
+    src.put("s", "f", lines(100, 9));
+    lane.enqueue(&src.file("s", "f").unwrap(), Trigger::Terminal)
+        .unwrap();
+    for _ in 0..3 {
+        clock.advance(Duration::from_secs(1));
+        lane.tick().await.unwrap();
+    }
+    assert_eq!(fake.state_of("s", "f").generation, 2, "a new generation");
+    assert_eq!(fake.archive("s", "f"), lines(100, 9), "the new file, whole");
 }
