@@ -31,7 +31,8 @@ impl Functions {
         if let Err(e) = self.schema[function as usize].check(&state.pool).await {
             return refused(shared::http::error_response(&e));
         }
-        let plan = match Plan::from_request(&state.pool, &req).await {
+        let per_minute = state.transcripts.export_rate_limit_per_minute;
+        let plan = match Plan::from_request(&state.pool, &req, per_minute).await {
             Ok(plan) => plan,
             Err(e) => return refused(shared::http::error_response(&e)),
         };

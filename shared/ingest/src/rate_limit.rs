@@ -9,57 +9,59 @@ use super::error::{IngestError, db_failure};
 
 /// The windows counted: per compute target the metadata lane's batches and the transcript lane's
 /// upload intents, apart (the two lanes share nothing; contract "intent", step 2); per read
-/// token its transcript searches.
+/// token its transcript searches and, apart, its exports.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Window {
     Batches,
     TranscriptIntents,
     /// Transcript searches, per read token (its id).
     TranscriptSearches,
+    /// Session and transcript exports, per read token (its id).
+    TranscriptExports,
+}
+
+/// One atomic statement over a window table (`$table`, keyed by `$key` as `$1$cast`, counting in
+/// `$count`): count one in the current minute, drop the key's older windows, answer the count
+/// and the seconds left in the minute.
+#[rustfmt::skip]
+macro_rules! count_in_window {
+    ($table:literal, $key:literal, $cast:literal, $count:literal) => {
+        concat!(
+            "WITH expired AS (DELETE FROM ", $table, " WHERE ", $key, " = $1", $cast,
+            " AND window_start < date_trunc('minute', now())) ",
+            "INSERT INTO ", $table, " AS r (", $key, ", window_start, ", $count, ") ",
+            "VALUES ($1", $cast, ", date_trunc('minute', now()), 1) ",
+            "ON CONFLICT (", $key, ", window_start) DO UPDATE SET ", $count, " = r.", $count, " + 1 ",
+            "RETURNING r.", $count,
+            ", extract(epoch FROM r.window_start + interval '1 minute' - now())::float8"
+        )
+    };
 }
 
 impl Window {
-    /// One atomic statement per window table: count one in the current minute, drop the target's
-    /// older windows, answer the count and the seconds left in the minute.
     fn statement(self) -> &'static str {
         match self {
             Self::Batches => {
-                "WITH expired AS (
-                     DELETE FROM ingest_rate_limits
-                      WHERE compute_target_id = $1 AND window_start < date_trunc('minute', now())
-                 )
-                 INSERT INTO ingest_rate_limits AS r (compute_target_id, window_start, batches)
-                 VALUES ($1, date_trunc('minute', now()), 1)
-                 ON CONFLICT (compute_target_id, window_start)
-                 DO UPDATE SET batches = r.batches + 1
-                 RETURNING r.batches,
-                           extract(epoch FROM r.window_start + interval '1 minute' - now())::float8"
+                count_in_window!("ingest_rate_limits", "compute_target_id", "", "batches")
             }
-            Self::TranscriptIntents => {
-                "WITH expired AS (
-                     DELETE FROM transcript_rate_limits
-                      WHERE compute_target_id = $1 AND window_start < date_trunc('minute', now())
-                 )
-                 INSERT INTO transcript_rate_limits AS r (compute_target_id, window_start, requests)
-                 VALUES ($1, date_trunc('minute', now()), 1)
-                 ON CONFLICT (compute_target_id, window_start)
-                 DO UPDATE SET requests = r.requests + 1
-                 RETURNING r.requests,
-                           extract(epoch FROM r.window_start + interval '1 minute' - now())::float8"
-            }
-            Self::TranscriptSearches => {
-                "WITH expired AS (
-                     DELETE FROM transcript_search_rate_limits
-                      WHERE read_token_id = $1::bigint
-                        AND window_start < date_trunc('minute', now())
-                 )
-                 INSERT INTO transcript_search_rate_limits AS r (read_token_id, window_start, requests)
-                 VALUES ($1::bigint, date_trunc('minute', now()), 1)
-                 ON CONFLICT (read_token_id, window_start)
-                 DO UPDATE SET requests = r.requests + 1
-                 RETURNING r.requests,
-                           extract(epoch FROM r.window_start + interval '1 minute' - now())::float8"
-            }
+            Self::TranscriptIntents => count_in_window!(
+                "transcript_rate_limits",
+                "compute_target_id",
+                "",
+                "requests"
+            ),
+            Self::TranscriptSearches => count_in_window!(
+                "transcript_search_rate_limits",
+                "read_token_id",
+                "::bigint",
+                "requests"
+            ),
+            Self::TranscriptExports => count_in_window!(
+                "transcript_export_rate_limits",
+                "read_token_id",
+                "::bigint",
+                "requests"
+            ),
         }
     }
 }

@@ -24,6 +24,9 @@ pub(crate) const MAX_UPLOAD_TTL_SECS: u32 = 3_600;
 pub(crate) const DEFAULT_RATE_LIMIT_PER_MINUTE: u32 = 600;
 /// `TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE` unless set: searches per minute per read token.
 pub(crate) const DEFAULT_SEARCH_RATE_LIMIT_PER_MINUTE: u32 = 120;
+/// `TRANSCRIPT_EXPORT_RATE_LIMIT_PER_MINUTE` unless set: exports per minute per read token (an
+/// export reads an org's sessions or a whole transcript: a person asks for a few).
+pub(crate) const DEFAULT_EXPORT_RATE_LIMIT_PER_MINUTE: u32 = 10;
 
 /// The transcript lane's settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +42,8 @@ pub struct TranscriptSettings {
     pub rate_limit_per_minute: u32,
     /// `TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE`: searches per minute per read token.
     pub search_rate_limit_per_minute: u32,
+    /// `TRANSCRIPT_EXPORT_RATE_LIMIT_PER_MINUTE`: exports per minute per read token.
+    pub export_rate_limit_per_minute: u32,
     /// `AWS_ENDPOINT_URL_S3`: an S3 emulator's address (moto); the SDK reads it too.
     pub s3_endpoint: Option<String>,
 }
@@ -51,6 +56,7 @@ impl Default for TranscriptSettings {
             upload_ttl: Duration::from_secs(u64::from(DEFAULT_UPLOAD_TTL_SECS)),
             rate_limit_per_minute: DEFAULT_RATE_LIMIT_PER_MINUTE,
             search_rate_limit_per_minute: DEFAULT_SEARCH_RATE_LIMIT_PER_MINUTE,
+            export_rate_limit_per_minute: DEFAULT_EXPORT_RATE_LIMIT_PER_MINUTE,
             s3_endpoint: None,
         }
     }
@@ -92,6 +98,10 @@ impl TranscriptSettings {
             None => DEFAULT_SEARCH_RATE_LIMIT_PER_MINUTE,
             Some(v) => parse_count("TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE", &v, 1_000_000)?,
         };
+        let export_rate_limit_per_minute = match get("TRANSCRIPT_EXPORT_RATE_LIMIT_PER_MINUTE") {
+            None => DEFAULT_EXPORT_RATE_LIMIT_PER_MINUTE,
+            Some(v) => parse_count("TRANSCRIPT_EXPORT_RATE_LIMIT_PER_MINUTE", &v, 1_000_000)?,
+        };
         let s3_endpoint = get("AWS_ENDPOINT_URL_S3")
             .map(|v| {
                 let v = v.trim().to_owned();
@@ -110,6 +120,7 @@ impl TranscriptSettings {
             upload_ttl: Duration::from_secs(u64::from(ttl)),
             rate_limit_per_minute,
             search_rate_limit_per_minute,
+            export_rate_limit_per_minute,
             s3_endpoint,
         })
     }

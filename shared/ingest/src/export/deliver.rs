@@ -25,7 +25,8 @@ pub const MAX_BUFFERED_BYTES: usize = 4 * 1024 * 1024;
 
 /// Answer an export request (its path one of [`super::owns`]).
 pub async fn respond(lane: Lane<'_>, req: &Request) -> Response<Body> {
-    let plan = match Plan::from_request(lane.pool, req).await {
+    let per_minute = lane.transcripts.export_rate_limit_per_minute;
+    let plan = match Plan::from_request(lane.pool, req, per_minute).await {
         Ok(plan) => plan,
         Err(e) => return error_response(&e),
     };

@@ -26,6 +26,7 @@ use syncplane_contract::transcripts::path;
 use tokio::sync::mpsc;
 
 use crate::error::IngestError;
+use crate::rate_limit::{Window, check_window};
 use crate::transcripts::read::Params;
 use syncplane_accounts::tokens;
 
@@ -53,14 +54,21 @@ pub enum Plan {
 
 impl Plan {
     /// The export `req` asks for (its path one of [`owns`]): `405` for a method other than GET,
-    /// `401` without the org's read token, `400` (`invalid_parameter`, `invalid_compute_target_id`,
+    /// `401` without the org's read token, `429 rate_limited` past `per_minute` exports of the
+    /// token in the minute, `400` (`invalid_parameter`, `invalid_compute_target_id`,
     /// `invalid_session_id`, `invalid_file_id`) for a parameter, `404` for a session or file the
     /// org does not have.
-    pub async fn from_request(pool: &PgPool, req: &Request) -> Result<Self, IngestError> {
+    pub async fn from_request(
+        pool: &PgPool,
+        req: &Request,
+        per_minute: u32,
+    ) -> Result<Self, IngestError> {
         if req.method() != http::Method::GET {
             return Err(IngestError::MethodNotAllowed { allow: "GET" });
         }
         let reader = tokens::authenticate_reader(pool, req.headers()).await?;
+        let token = reader.token_id.to_string();
+        check_window(pool, Window::TranscriptExports, &token, per_minute).await?;
         if syncplane_core::http::route_path(req) == SESSIONS_PATH {
             let params = Params::parse(req, sessions::PARAMS)?;
             Ok(Self::Sessions(sessions::Plan::parse(

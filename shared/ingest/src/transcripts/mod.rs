@@ -47,6 +47,8 @@ pub struct TranscriptsState {
     pub rate_limit_per_minute: u32,
     /// Searches per minute per read token (`TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE`).
     pub search_rate_limit_per_minute: u32,
+    /// Exports per minute per read token (`TRANSCRIPT_EXPORT_RATE_LIMIT_PER_MINUTE`).
+    pub export_rate_limit_per_minute: u32,
 }
 
 impl TranscriptsState {
@@ -58,6 +60,7 @@ impl TranscriptsState {
             upload_ttl: defaults.upload_ttl,
             rate_limit_per_minute: defaults.rate_limit_per_minute,
             search_rate_limit_per_minute: defaults.search_rate_limit_per_minute,
+            export_rate_limit_per_minute: defaults.export_rate_limit_per_minute,
         }
     }
 
@@ -85,6 +88,7 @@ impl TranscriptsState {
             upload_ttl: settings.upload_ttl,
             rate_limit_per_minute: settings.rate_limit_per_minute,
             search_rate_limit_per_minute: settings.search_rate_limit_per_minute,
+            export_rate_limit_per_minute: settings.export_rate_limit_per_minute,
         }
     }
 }

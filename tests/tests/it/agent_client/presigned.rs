@@ -71,6 +71,7 @@ pub(super) async fn env_on(store: S3Store, ttl: Duration) -> Env {
             upload_ttl: ttl,
             rate_limit_per_minute: 1_000_000,
             search_rate_limit_per_minute: 1_000_000,
+            export_rate_limit_per_minute: 1_000_000,
         },
     })
     .await;

@@ -588,3 +588,38 @@ async fn an_empty_export_to_the_bucket_is_an_empty_object() {
     assert_eq!(got.status(), 200);
     assert!(got.bytes().await.unwrap().is_empty());
 }
+
+#[tokio::test]
+async fn exports_are_rate_limited_per_read_token_apart_from_its_searches() {
+    let mut e = env().await;
+    e.state.transcripts.export_rate_limit_per_minute = 2;
+    sessions(&e, e.org, TARGET, 3, "small").await;
+    let token = read_token(&e, e.org).await;
+    let other = read_token(&e, e.org).await;
+    let ask = |path: &str, token: &str| {
+        let auth = format!("Bearer {token}");
+        request("GET", path, &[("authorization", auth.as_str())], None)
+    };
+    for _ in 0..2 {
+        let resp = handle(&e.state, ask(SESSIONS_EXPORT, &token)).await;
+        assert_eq!(resp.status(), 200);
+    }
+    // The third export of the minute, of either kind.
+    let transcript = format!("{TRANSCRIPT_EXPORT}?computeTargetId={TARGET}&sessionId={SESSION}");
+    for path in [SESSIONS_EXPORT, transcript.as_str()] {
+        let resp = handle(&e.state, ask(path, &token)).await;
+        assert!(resp.headers().contains_key("retry-after"), "{path}");
+        let r = checked_reply("GET", path, resp);
+        assert_eq!(
+            (r.status, r.body["error"]["code"].as_str()),
+            (429, Some("rate_limited")),
+            "{path}: {}",
+            r.body
+        );
+    }
+    let resp = handle(&e.state, ask(SESSIONS_EXPORT, &other)).await;
+    assert_eq!(resp.status(), 200, "per token");
+    let search = "/api/agent-sessions/transcripts/search?q=tls";
+    let resp = handle(&e.state, ask(search, &token)).await;
+    assert_eq!(resp.status(), 200, "its searches are counted apart");
+}
