@@ -13,6 +13,8 @@ use shared::archive::retention;
 use shared::ingest::listing;
 use sqlx::PgPool;
 
+use crate::sessions::NO_ORG_YET;
+
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Switch {
     On,
@@ -306,10 +308,7 @@ async fn list_orgs(pool: &PgPool, json: bool, out: &mut dyn Write) -> anyhow::Re
         .collect();
     writeln!(out, "global: {}", global.join(", "))?;
     if orgs.is_empty() {
-        writeln!(
-            out,
-            "no org yet (`syncplane ingest create-org NAME` creates one)"
-        )?;
+        writeln!(out, "{NO_ORG_YET}")?;
     }
     for o in &orgs {
         writeln!(out, "{}", org_settings_line(o))?;

@@ -9,6 +9,9 @@ use chrono::SecondsFormat;
 use shared::ingest::listing::{OrgSessions, SessionSummary, sessions_by_org};
 use sqlx::PgPool;
 
+/// What a listing of orgs says when there is none (`syncplane ingest orgs` and `sessions`).
+pub(crate) const NO_ORG_YET: &str = "no org yet (`syncplane ingest create-org NAME` creates one)";
+
 /// Longest title a line shows (the JSON has it whole).
 const TITLE_CHARS: usize = 60;
 
@@ -31,10 +34,7 @@ pub async fn list(
         return Ok(());
     }
     if orgs.is_empty() {
-        writeln!(
-            out,
-            "no org yet (`syncplane ingest create-org NAME` creates one)"
-        )?;
+        writeln!(out, "{NO_ORG_YET}")?;
     }
     for o in &orgs {
         writeln!(out, "{}", org_line(o))?;

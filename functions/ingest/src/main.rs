@@ -12,9 +12,7 @@ use syncplane_ingest::{IngestState, serve};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    syncplane_core::telemetry::init(true);
-    let config = syncplane_core::start::config().await;
-    syncplane_core::start::check_databases(&config).await;
+    let config = syncplane_core::start::function().await;
     // Ingest serves the FIRST configured tenant's database: device tokens carry no tenant, so a
     // multi-tenant deployment runs one ingest function per tenant database.
     let tenant = config

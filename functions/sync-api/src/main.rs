@@ -12,9 +12,7 @@ use syncplane_worker::app::AppState;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    syncplane_core::telemetry::init(true);
-    let config = syncplane_core::start::config().await;
-    syncplane_core::start::check_databases(&config).await;
+    let config = syncplane_core::start::function().await;
     let state = AppState::for_lambda(&config).await;
     let schema = for_process(SchemaGuard::default());
     syncplane_core::runtime::serve_http(Box::new(move |req| {

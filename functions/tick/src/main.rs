@@ -12,9 +12,7 @@ use syncplane_worker::worker::tick::{TickFunction, TickReport};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    syncplane_core::telemetry::init(true);
-    let config = syncplane_core::start::config().await;
-    syncplane_core::start::check_databases(&config).await;
+    let config = syncplane_core::start::function().await;
     let tick = for_process(TickFunction::new(&config).await);
     let schema = for_process(JobsSchema::new(JobsFunction::Tick));
     syncplane_core::runtime::serve_schedule(Box::new(move |_event| {

@@ -1,6 +1,8 @@
-//! Thin Lambda entry point for `POST /github/webhook[/{tenant}]`: logging, configuration (fail
-//! fast, naming the variable), the state built once and kept across invocations (lazily connected pools), then, in the runtime loop built once in `syncplane_core::runtime`, `syncplane_webhook::serve`: the schema check (503
-//! `schema_behind`), then the handler.
+//! Thin Lambda entry point for `POST /github/webhook[/{tenant}]`: the function's start (logging,
+//! configuration that fails fast naming the variable, the databases tried), the state built once
+//! and kept across invocations (lazily connected pools), then, in the runtime loop built once in
+//! `syncplane_core::runtime`, `syncplane_webhook::serve`: the schema check (503 `schema_behind`),
+//! then the handler.
 
 use lambda_http::Error;
 use syncplane_core::schema::SchemaGuard;
@@ -9,9 +11,7 @@ use syncplane_worker::app::AppState;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    syncplane_core::telemetry::init(true);
-    let config = syncplane_core::start::config().await;
-    syncplane_core::start::check_databases(&config).await;
+    let config = syncplane_core::start::function().await;
     let state = AppState::for_lambda(&config).await;
     state
         .default_pool()

@@ -17,9 +17,7 @@ use syncplane_worker::worker::expire::TranscriptArchive;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    syncplane_core::telemetry::init(true);
-    let config = syncplane_core::start::config().await;
-    syncplane_core::start::check_databases(&config).await;
+    let config = syncplane_core::start::function().await;
     let tenants = Arc::new(
         Tenants::from_config(
             &config,

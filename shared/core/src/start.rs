@@ -17,6 +17,16 @@ pub async fn config() -> Config {
     config
 }
 
+/// A function's start, as every `main` of the functions but `migrate` begins: JSON logs, the
+/// configuration ([`config`]: one line and exit when it is unusable), then every tenant's
+/// database tried once ([`check_databases`]).
+pub async fn function() -> Config {
+    crate::telemetry::init(true);
+    let config = config().await;
+    check_databases(&config).await;
+    config
+}
+
 /// Write `line` to standard error and exit with status 1 (Lambda then reports the init failure;
 /// the line is in the function's log).
 pub fn exit(line: &str) -> ! {

@@ -18,7 +18,7 @@ use comrak::{Arena, Options};
 use regex::Regex;
 
 use super::escape::push_escaped;
-use super::markdown::{self, MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
+use super::markdown;
 use super::{frontmatter, markdown_of};
 
 /// A raw `<img ...>` tag.
@@ -175,15 +175,9 @@ fn raw_sources(html: &str, out: &mut Vec<String>) {
 pub fn references(path: &str, source: &str) -> Vec<String> {
     let markdown = markdown_of(path, frontmatter::body(source));
     let arena = Arena::new();
-    let questions = std::cell::Cell::new(0usize);
-    let over_limits = || {
-        questions.set(questions.get() + 1);
-        arena.len() > MAX_MARKDOWN_NODES
-            || questions.get().saturating_mul(markdown::STEPS_PER_QUESTION) > MAX_MARKDOWN_STEPS
-    };
     let mut options: Options = markdown::options();
     options.render.r#unsafe = true;
-    let Ok(root) = comrak::try_parse_document(&arena, &markdown, &options, &over_limits) else {
+    let Some(root) = markdown::parse_bounded(&arena, &markdown, &options) else {
         return Vec::new();
     };
     let mut out = Vec::new();

@@ -41,7 +41,7 @@ pub const MAX_MARKDOWN_STEPS: usize = 2_000_000;
 /// stored outline than the 50 ms a document may take, and no reader navigates them.
 pub const MAX_HEADINGS: usize = 1_000;
 /// comrak asks whether to stop once every this many steps.
-pub(super) const STEPS_PER_QUESTION: usize = 256;
+const STEPS_PER_QUESTION: usize = 256;
 
 /// GitHub-flavoured options: tables, strikethrough, autolinks, task lists and footnotes, so their
 /// text lands in the right place instead of as raw syntax.
@@ -55,17 +55,27 @@ pub(super) fn options() -> Options<'static> {
     options
 }
 
-pub fn read(markdown: &str, body_cap: usize) -> Markdown {
-    let arena = Arena::new();
+/// comrak's parse of `markdown` into `arena`, cancelled past [`MAX_MARKDOWN_NODES`] nodes or
+/// [`MAX_MARKDOWN_STEPS`] steps (`None`): every parse of a document goes through here.
+pub(super) fn parse_bounded<'a>(
+    arena: &'a Arena<'a>,
+    markdown: &str,
+    options: &Options,
+) -> Option<&'a AstNode<'a>> {
     let questions = Cell::new(0usize);
     let over_limits = || {
         questions.set(questions.get() + 1);
         arena.len() > MAX_MARKDOWN_NODES
             || questions.get().saturating_mul(STEPS_PER_QUESTION) > MAX_MARKDOWN_STEPS
     };
-    match comrak::try_parse_document(&arena, markdown, &options(), &over_limits) {
-        Ok(root) => walk(root, body_cap),
-        Err(_cancelled) => raw_text(markdown, body_cap),
+    comrak::try_parse_document(arena, markdown, options, &over_limits).ok()
+}
+
+pub fn read(markdown: &str, body_cap: usize) -> Markdown {
+    let arena = Arena::new();
+    match parse_bounded(&arena, markdown, &options()) {
+        Some(root) => walk(root, body_cap),
+        None => raw_text(markdown, body_cap),
     }
 }
 

@@ -22,7 +22,6 @@
 //! and step limits, and a document past them renders as escaped preformatted text.
 
 use std::borrow::Cow;
-use std::cell::Cell;
 
 use ammonia::{Builder, UrlRelative};
 use comrak::arena_tree::NodeEdge;
@@ -30,7 +29,7 @@ use comrak::nodes::{AstNode, NodeValue};
 use comrak::{Arena, Options};
 
 use super::escape::push_escaped;
-use super::markdown::{self, MAX_MARKDOWN_NODES, MAX_MARKDOWN_STEPS};
+use super::markdown;
 use super::{frontmatter, images, markdown_of};
 
 /// Where a document's relative links point: the repository's files at the synced commit,
@@ -65,15 +64,9 @@ pub fn render_html(
 /// comrak's HTML (raw HTML passed through, to the sanitizer), `None` past the parser's limits.
 fn to_html(markdown: &str, anchors: &[String]) -> Option<String> {
     let arena = Arena::new();
-    let questions = Cell::new(0usize);
-    let over_limits = || {
-        questions.set(questions.get() + 1);
-        arena.len() > MAX_MARKDOWN_NODES
-            || questions.get().saturating_mul(markdown::STEPS_PER_QUESTION) > MAX_MARKDOWN_STEPS
-    };
     let mut options: Options = markdown::options();
     options.render.r#unsafe = true;
-    let root = comrak::try_parse_document(&arena, markdown, &options, &over_limits).ok()?;
+    let root = markdown::parse_bounded(&arena, markdown, &options)?;
     let mut headings = 0;
     let mut found = Vec::new();
     for edge in root.traverse() {
