@@ -1,8 +1,9 @@
 //! The transcript lane's settings (docs/transcript-wire-contract.md, docs/configuration.md):
 //! where segments are stored (`TRANSCRIPT_BUCKET`, else a directory, `TRANSCRIPT_DATA_DIR`), how
 //! long an upload intent lives (`TRANSCRIPT_UPLOAD_TTL_SECONDS`), the lane's own rate limit
-//! (`TRANSCRIPT_RATE_LIMIT_PER_MINUTE`), searches per read token
-//! (`TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE`) and an S3 emulator's address (`AWS_ENDPOINT_URL_S3`).
+//! (`TRANSCRIPT_RATE_LIMIT_PER_MINUTE`), searches and exports per read token
+//! (`TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE`, `TRANSCRIPT_EXPORT_RATE_LIMIT_PER_MINUTE`) and an S3
+//! emulator's address (`AWS_ENDPOINT_URL_S3`).
 //! Each error names its variable.
 
 use std::path::PathBuf;
@@ -158,6 +159,8 @@ mod tests {
         assert_eq!(s, TranscriptSettings::default());
         assert_eq!(s.upload_ttl, Duration::from_secs(300));
         assert_eq!(s.rate_limit_per_minute, 600);
+        assert_eq!(s.search_rate_limit_per_minute, 120);
+        assert_eq!(s.export_rate_limit_per_minute, 10);
         assert_eq!(s.data_dir, PathBuf::from(".syncplane/transcripts"));
         assert_eq!(s.bucket, None);
     }
@@ -171,6 +174,8 @@ mod tests {
             ("TRANSCRIPT_UPLOAD_TTL_SECONDS", "3601"),
             ("TRANSCRIPT_RATE_LIMIT_PER_MINUTE", "many"),
             ("TRANSCRIPT_SEARCH_RATE_LIMIT_PER_MINUTE", "0"),
+            ("TRANSCRIPT_EXPORT_RATE_LIMIT_PER_MINUTE", "0"),
+            ("TRANSCRIPT_EXPORT_RATE_LIMIT_PER_MINUTE", "1000001"),
             ("AWS_ENDPOINT_URL_S3", "ftp://x"),
         ] {
             let err = settings(&[(var, bad)]).unwrap_err();

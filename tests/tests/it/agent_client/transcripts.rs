@@ -168,8 +168,8 @@ async fn an_append_of_10_lines_uploads_one_segment_and_no_earlier_byte() {
     r.lane
         .enqueue(&src.file("s", "s.jsonl").unwrap(), Trigger::Terminal)
         .unwrap();
-    // Until it is caught up, not one tick: under the suite's load a request can outlast its
-    // deadline (or the backfill's can leave the lane waiting), and the next tick sends it.
+    // Until it is caught up, not one tick: under the suite's load the tick after the append can
+    // send nothing (a request past its deadline, a wait left by the backfill); a later one sends.
     r.drain().await;
     assert_eq!(uploads(&env), before + 1, "one segment");
     let segs = segments(&env, "s", "s.jsonl", 1).await;

@@ -596,6 +596,9 @@ async fn exports_are_rate_limited_per_read_token_apart_from_its_searches() {
     sessions(&e, e.org, TARGET, 3, "small").await;
     let token = read_token(&e, e.org).await;
     let other = read_token(&e, e.org).await;
+    // The count is per calendar minute of the database's clock: all of it inside one.
+    syncplane_tests::db::inside_one_minute_window(&e.db.pool, std::time::Duration::from_secs(20))
+        .await;
     let ask = |path: &str, token: &str| {
         let auth = format!("Bearer {token}");
         request("GET", path, &[("authorization", auth.as_str())], None)
