@@ -371,12 +371,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
             // while a segment was read (to its end then) for one that shrank.
             let len = match self.source.len_of(&file) {
                 Ok(Some(len)) => len,
-                Ok(None) => {
-                    tracing::info!(session_id = %p.session_id, file_id = %p.file_id,
-                        "transcript gone");
-                    self.state.forget(&p.session_id, &p.file_id)?;
-                    return Ok(Flushed::Done);
-                }
+                Ok(None) => return self.unreadable(&file, &ErrorKind::NotFound.into(), now),
                 Err(e) => return self.unreadable(&file, &e, now),
             };
             if !p.known {
@@ -639,8 +634,8 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         })
     }
 
-    /// A read that failed: the file set aside. A file deleted since its length was read is only
-    /// unscheduled: its progress and witnesses stay, so a file written again under its name is
+    /// A read that failed: the file set aside. A file gone (deleted before or while it is read) is
+    /// only unscheduled: its progress and witnesses stay, so a file written again under its name is
     /// checked against them (carried on, or a new generation from offset 0), never taken for the
     /// old file by adopting the server's position.
     fn unreadable(
@@ -651,7 +646,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
     ) -> Result<Flushed, LaneError> {
         if e.kind() == ErrorKind::NotFound {
             tracing::info!(session_id = %file.session_id, file_id = %file.file_id,
-                "transcript gone while read: unscheduled until it is written again");
+                "transcript gone: unscheduled until it is written again");
             self.state.caught_up(&file.session_id, &file.file_id, now)?;
         } else {
             tracing::warn!(session_id = file.session_id, file_id = file.file_id, error = %e,

@@ -919,3 +919,31 @@ async fn a_file_deleted_mid_flush_and_written_again_longer_is_a_new_generation_n
     assert_eq!(fake.state_of("s", "f").generation, 2, "a new generation");
     assert_eq!(fake.archive("s", "f"), lines(100, 9), "the new file, whole");
 }
+
+#[tokio::test]
+async fn a_file_deleted_and_written_again_longer_between_ticks_is_a_new_generation() {
+    let mut r = rig();
+    r.src.put("s", "f", lines(0, 5));
+    r.drain().await;
+    assert_eq!(r.fake.archive("s", "f"), lines(0, 5));
+
+    // Deleted: the flush finds no length.
+    let file = r.src.file("s", "f").unwrap();
+    r.src.remove("s", "f");
+    r.lane.enqueue(&file, Trigger::Terminal).unwrap();
+    r.ticks(2, Duration::from_secs(1)).await;
+    assert_eq!(r.lane.state().dead_letters().unwrap(), vec![]);
+
+    // Another file under its name, longer than what was acknowledged.
+    r.src.put("s", "f", lines(100, 9));
+    r.lane
+        .enqueue(&r.src.file("s", "f").unwrap(), Trigger::Terminal)
+        .unwrap();
+    r.drain().await;
+    assert_eq!(r.fake.state_of("s", "f").generation, 2, "a new generation");
+    assert_eq!(
+        r.fake.archive("s", "f"),
+        lines(100, 9),
+        "the new file, whole"
+    );
+}
