@@ -371,7 +371,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
             // while a segment was read (to its end then) for one that shrank.
             let len = match self.source.len_of(&file) {
                 Ok(Some(len)) => len,
-                Ok(None) => return self.unreadable(&file, &ErrorKind::NotFound.into(), now),
+                Ok(None) => return self.gone(&file, now),
                 Err(e) => return self.unreadable(&file, &e, now),
             };
             if !p.known {
@@ -634,10 +634,7 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         })
     }
 
-    /// A read that failed: the file set aside. A file gone (deleted before or while it is read) is
-    /// only unscheduled: its progress and witnesses stay, so a file written again under its name is
-    /// checked against them (carried on, or a new generation from offset 0), never taken for the
-    /// old file by adopting the server's position.
+    /// A read that failed: the file set aside, unless it is [`Self::gone`].
     fn unreadable(
         &mut self,
         file: &TranscriptFile,
@@ -645,14 +642,22 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         now: i64,
     ) -> Result<Flushed, LaneError> {
         if e.kind() == ErrorKind::NotFound {
-            tracing::info!(session_id = %file.session_id, file_id = %file.file_id,
-                "transcript gone: unscheduled until it is written again");
-            self.state.caught_up(&file.session_id, &file.file_id, now)?;
-        } else {
-            tracing::warn!(session_id = file.session_id, file_id = file.file_id, error = %e,
-                "transcript unreadable: set aside");
-            self.set_aside(file, Class::Deterministic, "unreadable", now)?;
+            return self.gone(file, now);
         }
+        tracing::warn!(session_id = file.session_id, file_id = file.file_id, error = %e,
+            "transcript unreadable: set aside");
+        self.set_aside(file, Class::Deterministic, "unreadable", now)?;
+        Ok(Flushed::Done)
+    }
+
+    /// A file deleted (before or while it is read) is only unscheduled: its progress and
+    /// witnesses stay, so a file written again under its name is checked against them (carried
+    /// on, or a new generation from offset 0), never taken for the old file by adopting the
+    /// server's position.
+    fn gone(&mut self, file: &TranscriptFile, now: i64) -> Result<Flushed, LaneError> {
+        tracing::info!(session_id = %file.session_id, file_id = %file.file_id,
+            "transcript gone: unscheduled until it is written again");
+        self.state.caught_up(&file.session_id, &file.file_id, now)?;
         Ok(Flushed::Done)
     }
 

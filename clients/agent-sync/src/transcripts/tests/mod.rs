@@ -751,30 +751,36 @@ impl crate::transcripts::source::TranscriptSource for Watched {
     }
 }
 
-fn watched_lane(src: Watched, fake: &Fake, clock: &FakeClock) -> TranscriptLane<Watched, Fake> {
-    TranscriptLane::new(
-        src,
+/// A lane over `src` watched (its writer's part set by `set`), with its server and clock.
+fn watched_lane(
+    src: &MemorySource,
+    set: impl FnOnce(&mut Watched),
+) -> (TranscriptLane<Watched, Fake>, Fake, FakeClock) {
+    let mut watched = Watched {
+        inner: src.clone(),
+        ..Watched::default()
+    };
+    set(&mut watched);
+    let fake = Fake::default();
+    let clock = FakeClock::at(1_780_000_000_000);
+    let lane = TranscriptLane::new(
+        watched,
         TranscriptState::in_memory("ada", "laptop-1").unwrap(),
         fake.clone(),
         Arc::new(clock.clone()),
         settings(),
         "laptop-1",
     )
-    .unwrap()
+    .unwrap();
+    (lane, fake, clock)
 }
 
 #[tokio::test]
 async fn a_file_appended_to_while_its_segment_is_read_is_not_taken_for_a_rewrite() {
     let src = MemorySource::default();
     src.put("s", "f", lines(0, 5));
-    let fake = Fake::default();
-    let clock = FakeClock::at(1_780_000_000_000);
-    let watched = Watched {
-        inner: src.clone(),
-        growth: Mutex::new(Some(lines(5, 4))),
-        ..Watched::default()
-    };
-    let mut lane = watched_lane(watched, &fake, &clock);
+    let (mut lane, fake, clock) =
+        watched_lane(&src, |w| *w.growth.get_mut().unwrap() = Some(lines(5, 4)));
     let file = src.file("s", "f").unwrap();
     lane.enqueue(&file, Trigger::Terminal).unwrap();
     for _ in 0..5 {
@@ -798,13 +804,7 @@ async fn a_file_appended_to_while_its_segment_is_read_is_not_taken_for_a_rewrite
 async fn a_flush_of_appended_lines_reads_them_and_the_witnesses_not_the_whole_file_again() {
     let src = MemorySource::default();
     src.put("s", "f", lines(0, 6000));
-    let fake = Fake::default();
-    let clock = FakeClock::at(1_780_000_000_000);
-    let watched = Watched {
-        inner: src.clone(),
-        ..Watched::default()
-    };
-    let mut lane = watched_lane(watched, &fake, &clock);
+    let (mut lane, fake, clock) = watched_lane(&src, |_| {});
     for _ in 0..200 {
         lane.tick().await.unwrap();
         if lane.drained().unwrap() {
@@ -837,14 +837,8 @@ async fn a_file_deleted_between_its_length_and_its_read_is_gone_not_set_aside() 
     let src = MemorySource::default();
     src.put("s", "f", lines(0, 5));
     src.put("s", "ok", lines(0, 3));
-    let fake = Fake::default();
-    let clock = FakeClock::at(1_780_000_000_000);
-    let watched = Watched {
-        inner: src.clone(),
-        vanish: Mutex::new(Some("f".into())),
-        ..Watched::default()
-    };
-    let mut lane = watched_lane(watched, &fake, &clock);
+    let (mut lane, fake, clock) =
+        watched_lane(&src, |w| *w.vanish.get_mut().unwrap() = Some("f".into()));
     for id in ["f", "ok"] {
         let file = src.file("s", id).unwrap();
         lane.enqueue(&file, Trigger::Terminal).unwrap();
@@ -885,13 +879,7 @@ async fn a_file_deleted_mid_flush_and_written_again_longer_is_a_new_generation_n
 {
     let src = MemorySource::default();
     src.put("s", "f", lines(0, 5));
-    let fake = Fake::default();
-    let clock = FakeClock::at(1_780_000_000_000);
-    let watched = Watched {
-        inner: src.clone(),
-        ..Watched::default()
-    };
-    let mut lane = watched_lane(watched, &fake, &clock);
+    let (mut lane, fake, clock) = watched_lane(&src, |_| {});
     lane.enqueue(&src.file("s", "f").unwrap(), Trigger::Terminal)
         .unwrap();
     lane.tick().await.unwrap();
