@@ -118,7 +118,7 @@ impl Command {
             // Like the functions it serves: each request meets the schema check (503
             // `schema_behind`), and `GET /api/health` reports the database.
             Command::Serve(_) => return None,
-            Command::Sync(a) => named(&a.tenant),
+            Command::Sync(a) => named(&a.tenants.tenant),
             Command::Reap(a) | Command::Drain(a) => named(&a.tenant),
             Command::Search(a) => a.tenant.as_deref().map_or(Databases::First, Databases::One),
             Command::Status { .. } => Databases::All,

@@ -22,12 +22,12 @@ pub struct SearchArgs {
     /// Hits to show (1 to 50).
     #[arg(long, default_value_t = DEFAULT_LIMIT)]
     pub limit: i64,
-    /// The tenant to search (default: the first configured).
-    #[arg(long)]
-    pub tenant: Option<String>,
     /// Print the API's JSON instead of lines.
     #[arg(long)]
     pub json: bool,
+    /// The tenant to search (default: the first configured).
+    #[arg(long)]
+    pub tenant: Option<String>,
 }
 
 /// Exit status: 0 with hits, 1 without, 2 when the query or a filter is refused.

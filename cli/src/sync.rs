@@ -27,12 +27,8 @@ pub struct SyncArgs {
     /// Only this repository (`owner/name`); it must be selected by SYNC_CONFIG.
     #[arg(long)]
     pub repo: Option<String>,
-    /// Only this tenant (default: every configured tenant).
-    #[arg(long)]
-    pub tenant: Option<String>,
-    /// Print the result as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub tenants: upkeep::UpkeepArgs,
 }
 
 /// `syncplane sync`: the sync asked for, then, for each tenant, what the scheduler's jobs would
@@ -51,8 +47,8 @@ pub async fn run(
     };
     let tenants =
         Tenants::from_config(config, shared::db::DEFAULT_POOL_SIZE, RunOptions::default())?;
-    let ids = tenant_ids(&tenants, args.tenant.as_deref())?;
-    let progress = std::io::stderr().is_terminal() && !args.json;
+    let ids = tenant_ids(&tenants, args.tenants.tenant.as_deref())?;
+    let progress = std::io::stderr().is_terminal() && !args.tenants.json;
     let mut results = Vec::new();
     for id in &ids {
         let ws = tenants.workspace(id)?;
@@ -76,7 +72,7 @@ pub async fn run(
         let mut done = vec![result];
         done.extend(upkeep::reap_and_drain(&ws, drain).await?);
         for result in done {
-            if !args.json
+            if !args.tenants.json
                 && let Some(line) = summary(&result)
             {
                 writeln!(out, "{line}")?;
@@ -84,7 +80,7 @@ pub async fn run(
             results.push(result);
         }
     }
-    finish(&results, args.json, out)
+    finish(&results, args.tenants.json, out)
 }
 
 async fn sync_one(ws: &Workspace, name: &RepoName, progress: bool) -> anyhow::Result<SyncResult> {

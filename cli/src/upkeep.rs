@@ -27,6 +27,7 @@ pub enum Upkeep {
     Drain,
 }
 
+/// The tenants a housekeeping command or `syncplane sync` acts on, and how it reports.
 #[derive(clap::Args)]
 pub struct UpkeepArgs {
     /// Only this tenant (default: every configured tenant).

@@ -8,7 +8,7 @@ pub use syncplane_api as api;
 pub use syncplane_api::console;
 pub use syncplane_archive as archive;
 pub use syncplane_core::{
-    config, db, from_row, http, limits, metrics, params, schema, start, telemetry,
+    FromRow, config, db, http, limits, metrics, params, schema, start, telemetry,
 };
 pub use syncplane_engine::{status, sync};
 pub use syncplane_github as github;

@@ -11,7 +11,7 @@ use crate::imports::workspace_crates;
 
 /// The workspace's crates, lowest first. Crates of one layer are independent of each other.
 pub const CRATE_LAYERS: &[&[&str]] = &[
-    &["syncplane-contract"],
+    &["syncplane-contract", "syncplane-row-derive"],
     &["syncplane-core", "syncplane-agent"],
     &[
         "syncplane-github",

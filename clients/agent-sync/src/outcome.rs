@@ -153,59 +153,34 @@ impl Outcome {
     /// The effect of this outcome; `online` is whether the device still believed its connection
     /// healthy when the attempt ended.
     pub fn effect(self, online: bool) -> Effect {
-        let budget = |limit| Some(Budget { kind: self, limit });
+        let counted = |limit| Effect {
+            budget: Some(Budget { kind: self, limit }),
+            ..NOTHING
+        };
+        let deferred = |effect: Effect| Effect {
+            defer: true,
+            ..effect
+        };
+        let lane = |lane| Effect { lane, ..NOTHING };
         match self {
             Self::Synced => Effect {
                 ack: true,
                 ..NOTHING
             },
-            Self::FeatureDisabled => Effect {
-                defer: true,
-                lane: LaneEffect::Park,
-                ..NOTHING
-            },
-            Self::TargetNotOwned | Self::TransportUnavailable => Effect {
-                defer: true,
-                ..NOTHING
-            },
-            Self::Unauthenticated => Effect {
-                defer: true,
-                lane: LaneEffect::Pause,
-                ..NOTHING
-            },
-            Self::Validation => Effect {
-                budget: budget(VALIDATION_BUDGET),
-                defer: true,
-                ..NOTHING
-            },
+            Self::FeatureDisabled => deferred(lane(LaneEffect::Park)),
+            Self::TargetNotOwned | Self::TransportUnavailable => deferred(NOTHING),
+            Self::Unauthenticated => deferred(lane(LaneEffect::Pause)),
+            Self::Validation => deferred(counted(VALIDATION_BUDGET)),
             Self::RateLimited => Effect {
-                budget: budget(RATE_LIMIT_BUDGET),
-                defer: true,
                 lane: LaneEffect::Wait,
-                ..NOTHING
+                ..deferred(counted(RATE_LIMIT_BUDGET))
             },
-            Self::IngestionFailed => Effect {
-                budget: budget(SERVER_FAILURE_BUDGET),
-                defer: true,
-                ..NOTHING
-            },
-            Self::AckTimeout => Effect {
-                budget: budget(TIMEOUT_BUDGET),
-                ..NOTHING
-            },
-            Self::TransportError => Effect {
-                budget: budget(TRANSPORT_ERROR_BUDGET),
-                ..NOTHING
-            },
-            Self::TransportTimeout if online => Effect {
-                budget: budget(TRANSPORT_ERROR_BUDGET),
-                ..NOTHING
-            },
+            Self::IngestionFailed => deferred(counted(SERVER_FAILURE_BUDGET)),
+            Self::AckTimeout => counted(TIMEOUT_BUDGET),
+            Self::TransportError => counted(TRANSPORT_ERROR_BUDGET),
+            Self::TransportTimeout if online => counted(TRANSPORT_ERROR_BUDGET),
             // The machine's connection failed, not the batch: defer, budget untouched.
-            Self::TransportTimeout => Effect {
-                defer: true,
-                ..NOTHING
-            },
+            Self::TransportTimeout => deferred(NOTHING),
             Self::SerializationFailed | Self::Oversize => Effect {
                 dead_letter_now: true,
                 ..NOTHING

@@ -47,15 +47,8 @@ pub struct Push {
     /// Device token (spd_...).
     #[arg(long, env = "SYNCPLANE_AGENT_TOKEN", hide_env_values = true)]
     token: String,
-    /// This device's compute target id.
-    #[arg(long, env = "SYNCPLANE_AGENT_TARGET")]
-    target: String,
-    /// The signed-in identity; a different one clears the lane's state.
-    #[arg(long, env = "SYNCPLANE_AGENT_IDENTITY", default_value = "default")]
-    identity: String,
-    /// Lane state database (default: <store>/.syncplane-agent.db).
-    #[arg(long)]
-    state: Option<PathBuf>,
+    #[command(flatten)]
+    device: Device,
     /// Milliseconds between ticks (the spec's 5000 by default).
     #[arg(long, default_value_t = 5000)]
     tick_ms: u64,
@@ -69,6 +62,21 @@ pub struct Push {
     /// Retry the sessions set aside by earlier pushes now, instead of when their window opens.
     #[arg(long)]
     retry_set_aside: bool,
+}
+
+/// Who pushes and where its lane keeps its state: the options of `push` and of every transcript
+/// command.
+#[derive(Args)]
+pub struct Device {
+    /// This device's compute target id.
+    #[arg(long, env = "SYNCPLANE_AGENT_TARGET")]
+    pub target: String,
+    /// The signed-in identity; a different one clears the lane's state.
+    #[arg(long, env = "SYNCPLANE_AGENT_IDENTITY", default_value = "default")]
+    pub identity: String,
+    /// Lane state database (default: .syncplane-agent.db in the directory read, --store or --dir).
+    #[arg(long)]
+    pub state: Option<PathBuf>,
 }
 
 /// `90s`, `2m`, `1h`, `500ms`, or a bare number of seconds.
@@ -106,10 +114,11 @@ fn hint(w: &Waiting) -> &'static str {
 
 pub async fn push(args: Push) -> anyhow::Result<ExitCode> {
     let state_path = args
+        .device
         .state
         .clone()
         .unwrap_or_else(|| args.store.join(".syncplane-agent.db"));
-    let mut state = State::open(&state_path, &args.identity, &args.target)?;
+    let mut state = State::open(&state_path, &args.device.identity, &args.device.target)?;
     if args.retry_set_aside {
         let n = state.release_set_aside()?;
         eprintln!("syncplane-agent: {n} session(s) set aside earlier are retried now");
@@ -130,7 +139,7 @@ pub async fn push(args: Push) -> anyhow::Result<ExitCode> {
         transport,
         Arc::new(SystemClock),
         settings,
-        &args.target,
+        &args.device.target,
     )?;
     let end = push::run(&mut lane, args.wait, |w| {
         eprintln!("syncplane-agent: waiting: {w}{}", hint(w));
@@ -221,9 +230,9 @@ fn report(lane: &Lane<JsonDirStore>, end: &End, set_aside: &[DeadLetter], args: 
                 "syncplane-agent: --target {}: refused as not a compute target of this token's \
                  user (403 target_not_owned), {}: register it for the token's user \
                  (syncplane ingest create-target USER_ID {}) or pass a target the user owns",
-                args.target,
+                args.device.target,
                 waited(w),
-                args.target
+                args.device.target
             );
             exit::TARGET_NOT_OWNED
         }

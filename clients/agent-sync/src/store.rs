@@ -67,6 +67,19 @@ pub trait SessionStore: Send {
     fn load(&self, session_id: &str) -> Result<Option<LocalSession>, StoreError>;
 }
 
+/// [`SessionStore::list_updated_after`] for a store whose own [`SessionStore::listing`] reports the
+/// unreadable sessions too (both stores of this crate): its sessions, as the trait requires.
+macro_rules! sessions_from_listing {
+    () => {
+        fn list_updated_after(
+            &self,
+            after: Option<DateTime<Utc>>,
+        ) -> Result<Vec<SessionMeta>, StoreError> {
+            self.listing(after).map(|l| l.sessions)
+        }
+    };
+}
+
 /// Sessions in memory, shareable with the code that changes them.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryStore(Arc<Mutex<BTreeMap<String, Arc<LocalSession>>>>);
@@ -86,12 +99,7 @@ impl MemoryStore {
 }
 
 impl SessionStore for MemoryStore {
-    fn list_updated_after(
-        &self,
-        after: Option<DateTime<Utc>>,
-    ) -> Result<Vec<SessionMeta>, StoreError> {
-        self.listing(after).map(|l| l.sessions)
-    }
+    sessions_from_listing!();
 
     fn listing(&self, after: Option<DateTime<Utc>>) -> Result<Listing, StoreError> {
         let m = self
@@ -197,12 +205,7 @@ impl JsonDirStore {
 }
 
 impl SessionStore for JsonDirStore {
-    fn list_updated_after(
-        &self,
-        after: Option<DateTime<Utc>>,
-    ) -> Result<Vec<SessionMeta>, StoreError> {
-        self.listing(after).map(|l| l.sessions)
-    }
+    sessions_from_listing!();
 
     fn listing(&self, after: Option<DateTime<Utc>>) -> Result<Listing, StoreError> {
         let mut out = Listing::default();

@@ -32,6 +32,7 @@ use syncplane_agent::{
 };
 
 use crate::exit;
+use crate::push_cli::Device;
 
 /// The options every transcript command shares with `push`.
 #[derive(Args)]
@@ -42,15 +43,8 @@ pub struct Common {
     /// Device token (spd_...).
     #[arg(long, env = "SYNCPLANE_AGENT_TOKEN", hide_env_values = true)]
     token: Option<String>,
-    /// This device's compute target id.
-    #[arg(long, env = "SYNCPLANE_AGENT_TARGET")]
-    target: String,
-    /// The signed-in identity; a different one clears the lane's state.
-    #[arg(long, env = "SYNCPLANE_AGENT_IDENTITY", default_value = "default")]
-    identity: String,
-    /// Lane state database (default: <dir>/.syncplane-agent.db).
-    #[arg(long)]
-    state: Option<PathBuf>,
+    #[command(flatten)]
+    device: Device,
     /// Milliseconds between ticks when nothing is due sooner.
     #[arg(long, default_value_t = 1000)]
     tick_ms: u64,
@@ -111,7 +105,7 @@ pub fn is_terminal(event: &str) -> bool {
 }
 
 fn state_path(common: &Common, dir: Option<&Path>) -> anyhow::Result<PathBuf> {
-    match (&common.state, dir) {
+    match (&common.device.state, dir) {
         (Some(p), _) => Ok(p.clone()),
         (None, Some(d)) => Ok(d.join(".syncplane-agent.db")),
         (None, None) => anyhow::bail!("pass --state (or --dir, for <dir>/.syncplane-agent.db)"),
@@ -141,47 +135,46 @@ fn lane<S: syncplane_agent::TranscriptSource>(
         .token
         .clone()
         .context("pass --token (or SYNCPLANE_AGENT_TOKEN)")?;
-    let state = TranscriptState::open(state, &common.identity, &common.target)?;
+    let state = TranscriptState::open(state, &common.device.identity, &common.device.target)?;
+    let state = match start {
+        Start::Cold => state,
+        Start::Join => state.joining(),
+    };
     let transport = TranscriptTransport::new(url, TokenHandle::new(Some(token)), DEFAULT_DEADLINE)?;
     let clock = Arc::new(SystemClock);
-    Ok(match start {
-        Start::Cold => {
-            TranscriptLane::new(source, state, transport, clock, settings, &common.target)?
-        }
-        Start::Join => {
-            TranscriptLane::attach(source, state, transport, clock, settings, &common.target)
-        }
-    })
+    Ok(TranscriptLane::new(
+        source,
+        state,
+        transport,
+        clock,
+        settings,
+        &common.device.target,
+    )?)
 }
 
 fn exit_code(status: TranscriptStatus, pending: usize) -> ExitCode {
-    match status {
-        TranscriptStatus::Running if pending == 0 => exit::code(exit::DELIVERED),
-        TranscriptStatus::Running => {
-            eprintln!(
-                "syncplane-agent: {pending} transcript(s) set aside or pending; a later push retries them"
-            );
-            exit::code(exit::SET_ASIDE)
-        }
-        TranscriptStatus::Paused => {
-            eprintln!(
-                "syncplane-agent: --token was refused (401): issue a new device token and pass it with --token"
-            );
-            exit::code(exit::TOKEN_REFUSED)
-        }
-        TranscriptStatus::Parked => {
-            eprintln!(
-                "syncplane-agent: transcripts are disabled for this org (feature_disabled or transcripts_disabled)"
-            );
-            exit::code(exit::FEATURE_DISABLED)
-        }
-        TranscriptStatus::Idle => {
-            eprintln!(
-                "syncplane-agent: the server has no transcript lane (no agentTranscriptUpload)"
-            );
-            exit::code(exit::FEATURE_DISABLED)
-        }
-    }
+    let (code, why) = match status {
+        TranscriptStatus::Running if pending == 0 => return exit::code(exit::DELIVERED),
+        TranscriptStatus::Running => (
+            exit::SET_ASIDE,
+            format!("{pending} transcript(s) set aside or pending; a later push retries them"),
+        ),
+        TranscriptStatus::Paused => (
+            exit::TOKEN_REFUSED,
+            "--token was refused (401): issue a new device token and pass it with --token".into(),
+        ),
+        TranscriptStatus::Parked => (
+            exit::FEATURE_DISABLED,
+            "transcripts are disabled for this org (feature_disabled or transcripts_disabled)"
+                .into(),
+        ),
+        TranscriptStatus::Idle => (
+            exit::FEATURE_DISABLED,
+            "the server has no transcript lane (no agentTranscriptUpload)".into(),
+        ),
+    };
+    eprintln!("syncplane-agent: {why}");
+    exit::code(code)
 }
 
 pub async fn transcripts(command: TranscriptsCommand) -> anyhow::Result<ExitCode> {
@@ -214,7 +207,7 @@ pub async fn transcripts(command: TranscriptsCommand) -> anyhow::Result<ExitCode
 /// `transcripts flush`: the state file's one background flusher (a second one exits at once).
 async fn flush(common: &Common, idle_ms: u64) -> anyhow::Result<ExitCode> {
     let state_file = state_path(common, None)?;
-    let lock = TranscriptState::open(&state_file, &common.identity, &common.target)?;
+    let lock = TranscriptState::open(&state_file, &common.device.identity, &common.device.target)?;
     let Some(mut held) = lock.try_lock(LockKind::Flusher)? else {
         return Ok(exit::code(exit::DELIVERED));
     };
@@ -260,7 +253,12 @@ fn start_flusher(common: &Common, state_file: &Path) -> anyhow::Result<()> {
     let mut cmd = std::process::Command::new(exe);
     cmd.args(["transcripts", "flush", "--state"])
         .arg(state_file)
-        .args(["--target", &common.target, "--identity", &common.identity])
+        .args([
+            "--target",
+            &common.device.target,
+            "--identity",
+            &common.device.identity,
+        ])
         .env("SYNCPLANE_AGENT_URL", url)
         .env("SYNCPLANE_AGENT_TOKEN", token)
         .stdin(std::process::Stdio::null())
@@ -285,8 +283,11 @@ pub async fn hook(hook: Hook) -> anyhow::Result<ExitCode> {
         _ => state_file,
     };
     if !is_terminal(&hook.event) {
-        let mut state =
-            TranscriptState::open(&state_file, &hook.common.identity, &hook.common.target)?;
+        let mut state = TranscriptState::open(
+            &state_file,
+            &hook.common.device.identity,
+            &hook.common.device.target,
+        )?;
         let at = chrono::Utc::now().timestamp_millis()
             + i64::try_from(hook.debounce_ms).unwrap_or(i64::MAX / 2);
         state.schedule(&file, at)?;

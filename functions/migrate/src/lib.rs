@@ -3,8 +3,6 @@
 //! (CloudFormation's custom resource, `{"action": "migrate"}`) migrates
 //! (`syncplane_core::schema::invoke::handle`). `main.rs` wires it; the tests call it in-process.
 
-use std::future::Future;
-
 use serde_json::Value;
 use syncplane_accounts::admin::{PROVISION, ProvisionError, parse, provision_on};
 use syncplane_core::config::{Config, ConfigError};
@@ -24,7 +22,7 @@ pub enum MigrateFunctionError {
 /// tenant's database (configuration read only then, by `config`), every other event goes to
 /// `syncplane_core::schema::invoke::handle` (`migrate`, as the function's main wires it). Both are done
 /// by `answer_by`.
-pub async fn handle<M, MFut, C, CFut>(
+pub async fn handle<M, C>(
     event: Value,
     http: &reqwest::Client,
     answer_by: Instant,
@@ -32,10 +30,8 @@ pub async fn handle<M, MFut, C, CFut>(
     config: C,
 ) -> Result<Value, MigrateFunctionError>
 where
-    M: FnOnce(Instant) -> MFut,
-    MFut: Future<Output = Result<Value, String>>,
-    C: FnOnce() -> CFut,
-    CFut: Future<Output = Result<Config, ConfigError>>,
+    M: AsyncFnOnce(Instant) -> Result<Value, String>,
+    C: AsyncFnOnce() -> Result<Config, ConfigError>,
 {
     if event.get("action").and_then(Value::as_str) != Some(PROVISION) {
         return Ok(invoke::handle(event, http, answer_by, migrate).await?);

@@ -120,7 +120,7 @@ pub async fn set_org_flags(
 }
 
 /// An org's settings, as `syncplane ingest orgs` lists them.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct OrgSettings {
     pub id: i64,
@@ -133,15 +133,6 @@ pub struct OrgSettings {
     /// `None`: transcripts kept forever.
     pub transcript_retention_days: Option<i32>,
 }
-syncplane_core::from_row!(OrgSettings {
-    id,
-    name,
-    sync_policy,
-    feature_gate,
-    frustration_opt_in,
-    transcript_gate,
-    transcript_retention_days
-});
 
 /// The settings of `org` (or of every org, by id).
 pub async fn org_settings(

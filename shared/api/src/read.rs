@@ -17,7 +17,7 @@ use sqlx::PgPool;
 /// How many runs `GET /api/sync/runs` lists, newest first.
 pub(crate) const RUNS_LIMIT: i64 = 50;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub(crate) struct RepoView {
     pub full_name: String,
@@ -33,19 +33,8 @@ pub(crate) struct RepoView {
     /// The commit the last complete plan synced (null before one).
     pub head_commit_sha: Option<String>,
 }
-syncplane_core::from_row!(RepoView {
-    full_name,
-    github_id,
-    sync_status,
-    sync_error,
-    sync_error_code,
-    last_synced_at,
-    warnings,
-    document_count,
-    head_commit_sha
-});
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct RunCountsView {
     pub repos_synced: i32,
@@ -64,23 +53,8 @@ pub struct RunCountsView {
     pub github_rest_units: i32,
     pub github_graphql_points: i32,
 }
-syncplane_core::from_row!(RunCountsView {
-    repos_synced,
-    repos_unchanged,
-    repos_failed,
-    repos_removed,
-    repos_already_current,
-    docs_added,
-    docs_changed,
-    docs_removed,
-    github_requests,
-    github_rest_requests,
-    github_graphql_requests,
-    github_rest_units,
-    github_graphql_points
-});
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct RunView {
     pub id: i64,
@@ -94,9 +68,9 @@ pub struct RunView {
     pub retry_after: Option<DateTime<Utc>>,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    #[row(flatten)]
     pub counts: RunCountsView,
 }
-syncplane_core::from_row!(RunView { id, trigger, scope, status, error, retry_after, started_at, finished_at } flatten { counts });
 
 /// The columns of a [`RunView`], as a literal so the queries stay static strings.
 macro_rules! run_columns {

@@ -12,19 +12,11 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::error::ArchiveError;
+pub use super::key::FileName;
 pub use super::position::FileState;
 use super::search::index;
 use super::segment::{self, Claim, Mismatch};
 use super::store::{Store, StoreError};
-
-/// A transcript file's name: org, compute target, session, file.
-#[derive(Debug, Clone, Copy)]
-pub struct FileName<'a> {
-    pub org_id: i64,
-    pub compute_target_id: &'a str,
-    pub session_id: &'a str,
-    pub file_id: &'a str,
-}
 
 /// The state of `name`'s file (`{0, 0}` when there is none).
 pub async fn state(pool: &PgPool, name: &FileName<'_>) -> Result<FileState, sqlx::Error> {
@@ -98,23 +90,24 @@ async fn try_create_upload(pool: &PgPool, up: &NewUpload<'_>) -> Result<(), Arch
     if !state.accepts(up.generation, up.offset) {
         return Err(ArchiveError::OffsetMismatch(state));
     }
-    sqlx::query(
+    let query = sqlx::query(
         "INSERT INTO transcript_uploads (id, file_row, generation, start_offset, source_bytes,
                 decoded_bytes, compressed_bytes, sha256, object_key, expires_at)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
     )
-    .bind(up.upload_id)
-    .bind(file_row)
-    .bind(as_i32(up.generation))
-    .bind(as_i64(up.offset))
-    .bind(as_i64(up.claim.source_bytes))
-    .bind(as_i64(up.claim.decoded_bytes))
-    .bind(as_i64(up.claim.compressed_bytes))
-    .bind(up.claim.sha256.as_slice())
-    .bind(up.object_key)
-    .bind(up.expires_at)
-    .execute(&mut *tx)
-    .await?;
+    .bind(up.upload_id);
+    let place = SegmentPlace {
+        file_row,
+        generation: up.generation,
+        offset: up.offset,
+        claim: &up.claim,
+        object_key: up.object_key,
+    };
+    place
+        .bind(query)
+        .bind(up.expires_at)
+        .execute(&mut *tx)
+        .await?;
     tx.commit().await?;
     Ok(())
 }
@@ -299,21 +292,19 @@ async fn record(pool: &PgPool, up: &Upload, lines: i64) -> Result<Completed, Arc
     if !state.accepts(up.generation, up.offset) {
         return Err(ArchiveError::OffsetMismatch(state));
     }
-    sqlx::query(
+    let query = sqlx::query(
         "INSERT INTO transcript_segments (file_row, generation, start_offset, source_bytes,
                 decoded_bytes, compressed_bytes, sha256, object_key)
          VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-    )
-    .bind(up.file_row)
-    .bind(as_i32(up.generation))
-    .bind(as_i64(up.offset))
-    .bind(as_i64(up.claim.source_bytes))
-    .bind(as_i64(up.claim.decoded_bytes))
-    .bind(as_i64(up.claim.compressed_bytes))
-    .bind(up.claim.sha256.as_slice())
-    .bind(&up.object_key)
-    .execute(&mut *tx)
-    .await?;
+    );
+    let place = SegmentPlace {
+        file_row: up.file_row,
+        generation: up.generation,
+        offset: up.offset,
+        claim: &up.claim,
+        object_key: &up.object_key,
+    };
+    place.bind(query).execute(&mut *tx).await?;
     let same_generation = generation == as_i32(up.generation);
     if !same_generation {
         // A new generation replaces the old one's searchable lines.
@@ -355,6 +346,34 @@ async fn record(pool: &PgPool, up: &Upload, lines: i64) -> Result<Completed, Arc
 }
 
 /// Offsets and sizes are capped far below `i64::MAX` (contract caps, checked at the intent).
+/// A segment's place and claim, as an intent and a recorded segment both store them.
+struct SegmentPlace<'a> {
+    file_row: i64,
+    generation: u32,
+    offset: u64,
+    claim: &'a Claim,
+    object_key: &'a str,
+}
+
+impl<'a> SegmentPlace<'a> {
+    /// Bind the file's row, generation, offset, the claim's three sizes and hash, and the object
+    /// key, in that order, after what `query` has bound.
+    fn bind(
+        &self,
+        query: sqlx::query::Query<'a, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> sqlx::query::Query<'a, sqlx::Postgres, sqlx::postgres::PgArguments> {
+        query
+            .bind(self.file_row)
+            .bind(as_i32(self.generation))
+            .bind(as_i64(self.offset))
+            .bind(as_i64(self.claim.source_bytes))
+            .bind(as_i64(self.claim.decoded_bytes))
+            .bind(as_i64(self.claim.compressed_bytes))
+            .bind(self.claim.sha256.as_slice())
+            .bind(self.object_key)
+    }
+}
+
 fn as_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }

@@ -18,13 +18,19 @@ pub fn target_key(compute_target_id: &str, session_id: &str) -> String {
     hex::encode(&digest[..16])
 }
 
-/// Where one segment is stored. `file_id` must already be a valid `fileId`
-/// (`syncplane_contract::transcripts::valid_file_id`).
-pub struct SegmentKey<'a> {
+/// A transcript file's name: org, compute target, session, file.
+#[derive(Debug, Clone, Copy)]
+pub struct FileName<'a> {
     pub org_id: i64,
     pub compute_target_id: &'a str,
     pub session_id: &'a str,
     pub file_id: &'a str,
+}
+
+/// Where one segment is stored. `file_id` must already be a valid `fileId`
+/// (`syncplane_contract::transcripts::valid_file_id`).
+pub struct SegmentKey<'a> {
+    pub file: FileName<'a>,
     pub generation: u32,
     pub offset: u64,
     pub sha256: &'a [u8; 32],
@@ -34,9 +40,9 @@ impl SegmentKey<'_> {
     pub fn key(&self) -> String {
         format!(
             "{PREFIX}/{}/{}/{}/{}/{:020}-{}.zst",
-            self.org_id,
-            target_key(self.compute_target_id, self.session_id),
-            self.file_id,
+            self.file.org_id,
+            target_key(self.file.compute_target_id, self.file.session_id),
+            self.file.file_id,
             self.generation,
             self.offset,
             hex::encode(self.sha256)
@@ -66,10 +72,12 @@ mod tests {
     fn the_key_is_the_contracts() {
         let sha = [0xabu8; 32];
         let k = SegmentKey {
-            org_id: 7,
-            compute_target_id: "laptop-1",
-            session_id: "s-1",
-            file_id: "s-1.jsonl",
+            file: FileName {
+                org_id: 7,
+                compute_target_id: "laptop-1",
+                session_id: "s-1",
+                file_id: "s-1.jsonl",
+            },
             generation: 2,
             offset: 5120,
             sha256: &sha,

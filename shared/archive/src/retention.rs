@@ -66,74 +66,71 @@ pub async fn expire(
     now: DateTime<Utc>,
     batch: i64,
 ) -> Result<Expired, RetentionError> {
-    let batch = batch.max(1);
+    let sweep = Sweep {
+        pool,
+        store,
+        now,
+        batch: batch.max(1),
+    };
     let mut done = Expired::default();
-    loop {
-        let n = expire_segments(pool, store, now, batch, &mut done).await?;
-        if n < batch {
-            break;
-        }
-    }
-    loop {
-        let n = expire_files(pool, now, batch).await?;
-        done.files += n;
-        if (n as i64) < batch {
-            break;
-        }
-    }
-    loop {
-        let n = expire_uploads(pool, store, now, batch, &mut done).await?;
-        if n < batch {
-            break;
-        }
-    }
+    while sweep.segments(&mut done).await? == sweep.batch {}
+    while sweep.files(&mut done).await? == sweep.batch {}
+    while sweep.uploads(&mut done).await? == sweep.batch {}
     Ok(done)
 }
 
+/// One run's database, store, time and batch size: each method expires one batch of its kind
+/// and returns how many rows it selected (fewer than `batch`: that kind is done).
+#[derive(Clone, Copy)]
+struct Sweep<'a> {
+    pool: &'a PgPool,
+    store: &'a Store,
+    now: DateTime<Utc>,
+    batch: i64,
+}
+
+#[derive(syncplane_core::FromRow)]
 struct Segment {
     file_row: i64,
     generation: i32,
     start_offset: i64,
     object_key: String,
 }
-syncplane_core::from_row!(Segment {
-    file_row,
-    generation,
-    start_offset,
-    object_key
-});
 
-/// One batch of segments past their org's retention; the number selected.
-async fn expire_segments(
-    pool: &PgPool,
-    store: &Store,
-    now: DateTime<Utc>,
-    batch: i64,
-    done: &mut Expired,
-) -> Result<i64, RetentionError> {
-    let due: Vec<Segment> = sqlx::query_as(
-        "SELECT s.file_row, s.generation, s.start_offset, s.object_key
+#[derive(syncplane_core::FromRow)]
+struct Upload {
+    id: uuid::Uuid,
+    object_key: String,
+    /// Whether a recorded segment or another live or completed intent names the same key.
+    shared: bool,
+}
+
+impl Sweep<'_> {
+    /// One batch of segments past their org's retention.
+    async fn segments(&self, done: &mut Expired) -> Result<i64, RetentionError> {
+        let due: Vec<Segment> = sqlx::query_as(
+            "SELECT s.file_row, s.generation, s.start_offset, s.object_key
            FROM transcript_segments s
            JOIN transcript_files f ON f.id = s.file_row
            JOIN orgs o ON o.id = f.org_id
           WHERE o.transcript_retention_days IS NOT NULL
             AND s.created_at < $1 - make_interval(days => o.transcript_retention_days)
           ORDER BY s.created_at LIMIT $2",
-    )
-    .bind(now)
-    .bind(batch)
-    .fetch_all(pool)
-    .await?;
-    for s in &due {
-        store.delete(&s.object_key).await?;
-        done.objects += 1;
-    }
-    let rows: Vec<i64> = due.iter().map(|s| s.file_row).collect();
-    let gens: Vec<i32> = due.iter().map(|s| s.generation).collect();
-    let offsets: Vec<i64> = due.iter().map(|s| s.start_offset).collect();
-    let mut tx = pool.begin().await?;
-    // The files' archived bytes follow (the current generation's only, as recorded).
-    sqlx::query(
+        )
+        .bind(self.now)
+        .bind(self.batch)
+        .fetch_all(self.pool)
+        .await?;
+        for s in &due {
+            self.store.delete(&s.object_key).await?;
+            done.objects += 1;
+        }
+        let rows: Vec<i64> = due.iter().map(|s| s.file_row).collect();
+        let gens: Vec<i32> = due.iter().map(|s| s.generation).collect();
+        let offsets: Vec<i64> = due.iter().map(|s| s.start_offset).collect();
+        let mut tx = self.pool.begin().await?;
+        // The files' archived bytes follow (the current generation's only, as recorded).
+        sqlx::query(
         "WITH gone AS (
             DELETE FROM transcript_segments s
              USING unnest($1::int8[], $2::int4[], $3::int8[]) AS d(file_row, generation, start_offset)
@@ -155,20 +152,16 @@ async fn expire_segments(
     .bind(&offsets)
     .execute(&mut *tx)
     .await?;
-    tx.commit().await?;
-    done.segments += due.len() as u64;
-    Ok(due.len() as i64)
-}
+        tx.commit().await?;
+        done.segments += due.len() as u64;
+        Ok(due.len() as i64)
+    }
 
-/// One batch of files with no segment left, untouched for their org's retention, with no
-/// intent in flight; the number deleted.
-async fn expire_files(
-    pool: &PgPool,
-    now: DateTime<Utc>,
-    batch: i64,
-) -> Result<u64, RetentionError> {
-    let done = sqlx::query(
-        "DELETE FROM transcript_files WHERE id IN (
+    /// One batch of files with no segment left, untouched for their org's retention, with no
+    /// intent in flight.
+    async fn files(&self, done: &mut Expired) -> Result<i64, RetentionError> {
+        let deleted = sqlx::query(
+            "DELETE FROM transcript_files WHERE id IN (
             SELECT f.id FROM transcript_files f JOIN orgs o ON o.id = f.org_id
              WHERE o.transcript_retention_days IS NOT NULL
                AND f.updated_at < $1 - make_interval(days => o.transcript_retention_days)
@@ -177,36 +170,20 @@ async fn expire_files(
                                 WHERE u.file_row = f.id AND u.completed_at IS NULL
                                   AND u.expires_at > $1)
              LIMIT $2)",
-    )
-    .bind(now)
-    .bind(batch)
-    .execute(pool)
-    .await?;
-    Ok(done.rows_affected())
-}
+        )
+        .bind(self.now)
+        .bind(self.batch)
+        .execute(self.pool)
+        .await?
+        .rows_affected();
+        done.files += deleted;
+        Ok(i64::try_from(deleted).unwrap_or(i64::MAX))
+    }
 
-struct Upload {
-    id: uuid::Uuid,
-    object_key: String,
-    /// Whether a recorded segment or another live or completed intent names the same key.
-    shared: bool,
-}
-syncplane_core::from_row!(Upload {
-    id,
-    object_key,
-    shared
-});
-
-/// One batch of intents never completed and expired for [`UPLOAD_GRACE`]; the number selected.
-async fn expire_uploads(
-    pool: &PgPool,
-    store: &Store,
-    now: DateTime<Utc>,
-    batch: i64,
-    done: &mut Expired,
-) -> Result<i64, RetentionError> {
-    let due: Vec<Upload> = sqlx::query_as(
-        "SELECT u.id, u.object_key,
+    /// One batch of intents never completed and expired for [`UPLOAD_GRACE`].
+    async fn uploads(&self, done: &mut Expired) -> Result<i64, RetentionError> {
+        let due: Vec<Upload> = sqlx::query_as(
+            "SELECT u.id, u.object_key,
                 EXISTS (SELECT 1 FROM transcript_segments s
                          WHERE s.file_row = u.file_row AND s.generation = u.generation
                            AND s.start_offset = u.start_offset AND s.object_key = u.object_key)
@@ -217,22 +194,24 @@ async fn expire_uploads(
            FROM transcript_uploads u
           WHERE u.completed_at IS NULL AND u.expires_at < $1 - $3
           ORDER BY u.expires_at LIMIT $2",
-    )
-    .bind(now)
-    .bind(batch)
-    .bind(UPLOAD_GRACE)
-    .fetch_all(pool)
-    .await?;
-    for u in due.iter().filter(|u| !u.shared) {
-        store.delete(&u.object_key).await?;
-        done.objects += 1;
+        )
+        .bind(self.now)
+        .bind(self.batch)
+        .bind(UPLOAD_GRACE)
+        .fetch_all(self.pool)
+        .await?;
+        for u in due.iter().filter(|u| !u.shared) {
+            self.store.delete(&u.object_key).await?;
+            done.objects += 1;
+        }
+        let ids: Vec<uuid::Uuid> = due.iter().map(|u| u.id).collect();
+        let gone = sqlx::query(
+            "DELETE FROM transcript_uploads WHERE id = ANY($1) AND completed_at IS NULL",
+        )
+        .bind(&ids)
+        .execute(self.pool)
+        .await?;
+        done.uploads += gone.rows_affected();
+        Ok(due.len() as i64)
     }
-    let ids: Vec<uuid::Uuid> = due.iter().map(|u| u.id).collect();
-    let gone =
-        sqlx::query("DELETE FROM transcript_uploads WHERE id = ANY($1) AND completed_at IS NULL")
-            .bind(&ids)
-            .execute(pool)
-            .await?;
-    done.uploads += gone.rows_affected();
-    Ok(due.len() as i64)
 }

@@ -30,6 +30,7 @@ pub struct Kept {
     pub oldest_expires_at: Option<DateTime<Utc>>,
 }
 
+#[derive(syncplane_core::FromRow)]
 struct Row {
     org_id: i64,
     org: String,
@@ -42,18 +43,6 @@ struct Row {
     oldest_segment_at: Option<DateTime<Utc>>,
     retention_days: Option<i32>,
 }
-syncplane_core::from_row!(Row {
-    org_id,
-    org,
-    sessions,
-    files,
-    segments,
-    compressed_bytes,
-    decoded_bytes,
-    indexed_lines,
-    oldest_segment_at,
-    retention_days
-});
 
 /// Every org's archive (`org_id: None`), or one org's.
 pub async fn kept(pool: &PgPool, org_id: Option<i64>) -> Result<Vec<Kept>, sqlx::Error> {

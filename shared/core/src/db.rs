@@ -75,29 +75,6 @@ pub(crate) fn migrator(ignore_missing: bool) -> sqlx::migrate::Migrator {
     }
 }
 
-/// `sqlx::FromRow` for a struct whose fields are the row's columns of the same names, the ones
-/// after `flatten` read by their own `FromRow` from the same row, the ones after `skip` their
-/// `Default`: what `#[derive(sqlx::FromRow)]`
-/// writes, without sqlx's proc-macro crate (it compiles the Postgres driver, rustls and tokio a
-/// second time, for the host: issue 32). A field left out, or one the struct lacks, does not
-/// compile.
-#[macro_export]
-macro_rules! from_row {
-    ($name:ident { $($field:ident),* $(,)? } $(flatten { $($flat:ident),* $(,)? })?
-     $(skip { $($skip:ident),* $(,)? })?) => {
-        impl<'r> ::sqlx::FromRow<'r, ::sqlx::postgres::PgRow> for $name {
-            fn from_row(row: &'r ::sqlx::postgres::PgRow) -> ::std::result::Result<Self, ::sqlx::Error> {
-                use ::sqlx::Row as _;
-                Ok(Self {
-                    $($field: row.try_get(stringify!($field))?,)*
-                    $($($flat: ::sqlx::FromRow::from_row(row)?,)*)?
-                    $($($skip: ::std::default::Default::default(),)*)?
-                })
-            }
-        }
-    };
-}
-
 /// Default pool size for one Lambda execution environment or one CLI process.
 pub const DEFAULT_POOL_SIZE: u32 = 5;
 

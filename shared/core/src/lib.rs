@@ -4,9 +4,13 @@
 //! advisory-lock keys), the schema check and migration, query parameters, and a function's
 //! start-up and its runtime loop.
 //!
-//! Uses no other crate of the workspace. Inside, modules import down this list only (the
+//! Uses no other crate of the workspace but its derive, `syncplane-row-derive` ([`FromRow`]). Inside, modules import down this list only (the
 //! architecture test checks it): `limits`; `config`; `telemetry`, `metrics`, `http`, `params`,
 //! `db`; `schema`; `start`, `runtime`.
+
+/// `#[derive(FromRow)]`: a struct read from a Postgres row by its fields' names, without sqlx's
+/// proc-macro crate (issue 32); `#[row(flatten)]` and `#[row(skip)]` as sqlx's own derive has them.
+pub use syncplane_row_derive::FromRow;
 
 pub mod config;
 pub mod db;

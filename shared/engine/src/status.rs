@@ -18,7 +18,7 @@ pub struct RepoStatus {
     pub warning_count: i64,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct RunSummary {
     pub id: i64,
@@ -27,13 +27,13 @@ pub struct RunSummary {
     pub status: String,
     pub started_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+    #[row(flatten)]
     pub github: GithubSpend,
 }
-syncplane_core::from_row!(RunSummary { id, trigger, scope, status, started_at, finished_at } flatten { github });
 
 /// What a run spent on GitHub: requests by kind, and rate-limit units (REST core units, GraphQL
 /// points; the two are separate budgets).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct GithubSpend {
     pub rest_requests: i32,
@@ -41,12 +41,6 @@ pub struct GithubSpend {
     pub rest_units: i32,
     pub graphql_points: i32,
 }
-syncplane_core::from_row!(GithubSpend {
-    rest_requests,
-    graphql_requests,
-    rest_units,
-    graphql_points
-});
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

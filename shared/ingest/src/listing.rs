@@ -23,7 +23,7 @@ pub struct OrgSessions {
 }
 
 /// One ingested session, as the ingest path stored it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionSummary {
     #[serde(skip)]
@@ -42,21 +42,6 @@ pub struct SessionSummary {
     pub output_tokens: Option<i64>,
     pub cost_usd: Option<f64>,
 }
-syncplane_core::from_row!(SessionSummary {
-    org_id,
-    compute_target_id,
-    session_id,
-    agent,
-    model,
-    title,
-    status,
-    updated_at,
-    last_synced_at,
-    event_count,
-    input_tokens,
-    output_tokens,
-    cost_usd
-});
 
 /// Sessions per org, newest (`updated_at`) first, at most `limit` per org (1 to [`MAX_LIMIT`]):
 /// one org with `Some(id)` (`None` when it does not exist), else every org in id order.

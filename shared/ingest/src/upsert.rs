@@ -311,12 +311,12 @@ const UPSERT_SESSIONS: &str =
                 u.en, u.remote, u.branch, u.sha, u.i, u.o, u.cr, u.cw, u.cost,
                 u.fr::jsonb, u.payload::jsonb, u.n
            FROM unnest($3::text[], $4::timestamptz[], $5::text[], $6::text[], $7::text[],
-                       $8::text[], $9::text[], $10::text[], $11::timestamptz[], $12::timestamptz[],
-                       $13::text[], $14::text[], $15::text[], $16::int8[], $17::int8[],
-                       $18::int8[], $19::int8[], $20::float8[], $21::text[], $22::text[],
-                       $23::int4[])
-                AS u(sid, upd, com, pen, agent, model, title, status, st, en, remote, branch,
-                     sha, i, o, cr, cw, cost, fr, payload, n)
+                       $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+                       $13::text[], $14::timestamptz[], $15::timestamptz[], $16::int8[],
+                       $17::int8[], $18::int8[], $19::int8[], $20::float8[], $21::text[],
+                       $22::text[], $23::int4[])
+                AS u(sid, upd, com, pen, agent, model, title, status, remote, branch, sha, st,
+                     en, i, o, cr, cw, cost, fr, payload, n)
          ON CONFLICT (compute_target_id, session_id) DO UPDATE SET
                 updated_at = EXCLUDED.updated_at,
                 committed_revision = EXCLUDED.committed_revision,
@@ -346,6 +346,25 @@ const UPSERT_SESSIONS: &str =
                  EXCLUDED.payload)
          RETURNING s.id, s.session_id";
 
+/// The text columns read from a session's blob, by their path in it, in the statement's order
+/// (`$7` to `$13`: agent, model, title, status, repository remote, branch, commit).
+const TEXT_PATHS: [&[&str]; 7] = [
+    &["agent"],
+    &["model"],
+    &["title"],
+    &["status"],
+    &["repository", "remoteUrl"],
+    &["repository", "branch"],
+    &["repository", "commitSha"],
+];
+/// The token counts under the blob's `usage`, in the statement's order (`$16` to `$19`).
+const TOKEN_KEYS: [&str; 4] = [
+    "inputTokens",
+    "outputTokens",
+    "cacheReadTokens",
+    "cacheWriteTokens",
+];
+
 /// The `agent_sessions` columns of the applied sessions: one vector per column, filled session
 /// by session from the merged blob (one source for the blob and the columns), then bound at once
 /// in [`UPSERT_SESSIONS`]'s order.
@@ -353,21 +372,14 @@ const UPSERT_SESSIONS: &str =
 struct SessionColumns<'a> {
     session_id: Vec<&'a str>,
     updated_at: Vec<Option<DateTime<Utc>>>,
-    committed: Vec<Option<String>>,
-    pending: Vec<Option<String>>,
-    agent: Vec<Option<String>>,
-    model: Vec<Option<String>>,
-    title: Vec<Option<String>>,
-    status: Vec<Option<String>>,
-    started_at: Vec<Option<DateTime<Utc>>>,
-    ended_at: Vec<Option<DateTime<Utc>>>,
-    remote_url: Vec<Option<String>>,
-    branch: Vec<Option<String>>,
-    commit_sha: Vec<Option<String>>,
-    input_tokens: Vec<Option<i64>>,
-    output_tokens: Vec<Option<i64>>,
-    cache_read_tokens: Vec<Option<i64>>,
-    cache_write_tokens: Vec<Option<i64>>,
+    /// The committed and the pending revision.
+    revisions: [Vec<Option<String>>; 2],
+    /// [`TEXT_PATHS`], one vector each.
+    texts: [Vec<Option<String>>; TEXT_PATHS.len()],
+    /// `startedAt` and `endedAt`.
+    times: [Vec<Option<DateTime<Utc>>>; 2],
+    /// [`TOKEN_KEYS`], one vector each.
+    tokens: [Vec<Option<i64>>; TOKEN_KEYS.len()],
     cost_usd: Vec<Option<f64>>,
     frustration: Vec<Option<String>>,
     payload: Vec<String>,
@@ -387,23 +399,16 @@ impl<'a> SessionColumns<'a> {
         let b = &p.state.payload;
         self.session_id.push(p.session_id);
         self.updated_at.push(p.state.updated_at);
-        self.committed.push(p.state.committed.clone());
-        self.pending.push(p.state.pending.clone());
-        self.agent.push(text(b, &["agent"]));
-        self.model.push(text(b, &["model"]));
-        self.title.push(text(b, &["title"]));
-        self.status.push(text(b, &["status"]));
-        self.started_at.push(time(b, "startedAt"));
-        self.ended_at.push(time(b, "endedAt"));
-        self.remote_url.push(text(b, &["repository", "remoteUrl"]));
-        self.branch.push(text(b, &["repository", "branch"]));
-        self.commit_sha.push(text(b, &["repository", "commitSha"]));
-        self.input_tokens.push(int(b, &["usage", "inputTokens"]));
-        self.output_tokens.push(int(b, &["usage", "outputTokens"]));
-        self.cache_read_tokens
-            .push(int(b, &["usage", "cacheReadTokens"]));
-        self.cache_write_tokens
-            .push(int(b, &["usage", "cacheWriteTokens"]));
+        self.revisions[0].push(p.state.committed.clone());
+        self.revisions[1].push(p.state.pending.clone());
+        for (column, path) in self.texts.iter_mut().zip(TEXT_PATHS) {
+            column.push(text(b, path));
+        }
+        self.times[0].push(time(b, "startedAt"));
+        self.times[1].push(time(b, "endedAt"));
+        for (column, key) in self.tokens.iter_mut().zip(TOKEN_KEYS) {
+            column.push(int(b, &["usage", key]));
+        }
         self.cost_usd
             .push(lookup(b, &["usage", "costUsd"]).and_then(Value::as_f64));
         self.frustration
@@ -422,24 +427,13 @@ impl<'a> SessionColumns<'a> {
         &'q self,
         query: QueryAs<'q, Postgres, O, PgArguments>,
     ) -> QueryAs<'q, Postgres, O, PgArguments> {
-        query
-            .bind(&self.session_id)
-            .bind(&self.updated_at)
-            .bind(&self.committed)
-            .bind(&self.pending)
-            .bind(&self.agent)
-            .bind(&self.model)
-            .bind(&self.title)
-            .bind(&self.status)
-            .bind(&self.started_at)
-            .bind(&self.ended_at)
-            .bind(&self.remote_url)
-            .bind(&self.branch)
-            .bind(&self.commit_sha)
-            .bind(&self.input_tokens)
-            .bind(&self.output_tokens)
-            .bind(&self.cache_read_tokens)
-            .bind(&self.cache_write_tokens)
+        let query = query.bind(&self.session_id).bind(&self.updated_at);
+        let query = self.revisions.iter().fold(query, |q, c| q.bind(c));
+        let query = self.texts.iter().fold(query, |q, c| q.bind(c));
+        let query = self.times.iter().fold(query, |q, c| q.bind(c));
+        self.tokens
+            .iter()
+            .fold(query, |q, c| q.bind(c))
             .bind(&self.cost_usd)
             .bind(&self.frustration)
             .bind(&self.payload)

@@ -40,13 +40,13 @@ pub(crate) const TOP_REPOSITORIES: i64 = 20;
 /// A session counts as frustrated from this score (the signal's score is 0 to 1).
 pub(crate) const FRUSTRATED_SCORE: f64 = 0.5;
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, syncplane_core::FromRow)]
 struct SessionRow {
     #[serde(flatten)]
+    #[row(flatten)]
     session: crate::export::sessions::Row,
     frustration: Option<Value>,
 }
-syncplane_core::from_row!(SessionRow { frustration } flatten { session });
 
 /// `GET .../sessions`. The keyset is a row comparison the index answers (as the export's pages,
 /// `crate::export::sessions::PAGE_ROWS`): a later page does not rescan the earlier ones.
@@ -99,7 +99,7 @@ pub async fn sessions(pool: &PgPool, req: &Request) -> Result<Value, IngestError
     }))
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 struct DayRow {
     day: NaiveDate,
@@ -107,14 +107,8 @@ struct DayRow {
     active_users: i64,
     frustrated: Option<i64>,
 }
-syncplane_core::from_row!(DayRow {
-    day,
-    sessions,
-    active_users,
-    frustrated
-});
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 struct ModelRow {
     model: String,
@@ -122,23 +116,13 @@ struct ModelRow {
     input_tokens: i64,
     output_tokens: i64,
 }
-syncplane_core::from_row!(ModelRow {
-    model,
-    sessions,
-    input_tokens,
-    output_tokens
-});
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 struct RepositoryRow {
     repository: String,
     sessions: i64,
 }
-syncplane_core::from_row!(RepositoryRow {
-    repository,
-    sessions
-});
 
 /// The insights window over `agent_sessions s`: org `$1`, the last `$2` UTC days (today
 /// included) by the day a session counts on, when it started, else when the device last updated

@@ -16,6 +16,7 @@ mod ingest;
 mod migrations;
 mod ops;
 mod read;
+mod rows;
 mod runs;
 mod shared_token;
 mod transcripts;

@@ -86,8 +86,9 @@ fn key(session_id: &str, file_id: &str) -> String {
 }
 
 impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
-    /// A lane over `source` for `target`. This is a cold start: files set aside
-    /// deterministically are due again.
+    /// A lane over `source` for `target`. Over a state opened plainly this is a cold start: files
+    /// set aside deterministically are due again. Over one [`TranscriptState::joining`] the app's
+    /// lane (a hook's process) it is not, so what was set aside stays aside.
     pub fn new(
         source: S,
         state: TranscriptState,
@@ -96,22 +97,8 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
         settings: Settings,
         target: &str,
     ) -> Result<Self, LaneError> {
-        let mut lane = Self::attach(source, state, api, clock, settings, target);
-        lane.state.release_deterministic(lane.clock.now_ms())?;
-        Ok(lane)
-    }
-
-    /// A lane that joins a state file the app's lane keeps (a hook's process): not a cold start,
-    /// so what was set aside stays aside.
-    pub fn attach(
-        source: S,
-        state: TranscriptState,
-        api: A,
-        clock: Arc<dyn Clock>,
-        settings: Settings,
-        target: &str,
-    ) -> Self {
-        Self {
+        let cold = !state.is_joined();
+        let mut lane = Self {
             source,
             state,
             api,
@@ -129,7 +116,11 @@ impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
             hooks: Hooks::default(),
             figures: Figures::default(),
             observer: None,
+        };
+        if cold {
+            lane.state.release_deterministic(lane.clock.now_ms())?;
         }
+        Ok(lane)
     }
 
     pub fn with_observer(mut self, observer: Box<dyn TranscriptObserver>) -> Self {

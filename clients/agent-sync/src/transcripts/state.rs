@@ -144,6 +144,8 @@ pub struct TranscriptState {
     db: Connection,
     /// The state file (`None`: in memory), beside which the locks live.
     path: Option<PathBuf>,
+    /// Opened by a process that joins another lane's state ([`Self::joining`]).
+    joined: bool,
 }
 
 const COLUMNS: &str = "session_id, file_id, path, generation, acked_offset, check_start,
@@ -209,6 +211,18 @@ impl TranscriptState {
         Self::with(TABLES.open(None)?, None, identity, target)
     }
 
+    /// This process joins a state file the app's lane keeps (a hook's process): a lane over it is
+    /// not a cold start, so what was set aside stays aside ([`crate::TranscriptLane::new`]).
+    pub fn joining(mut self) -> Self {
+        self.joined = true;
+        self
+    }
+
+    /// Whether this state was opened [`Self::joining`] another lane's.
+    pub fn is_joined(&self) -> bool {
+        self.joined
+    }
+
     /// Take `kind`'s lock if no other process holds it (`None` when one does).
     pub fn try_lock(&self, kind: LockKind) -> Result<Option<LockGuard>, StateError> {
         let Some(path) = &self.path else {
@@ -241,6 +255,7 @@ impl TranscriptState {
         let mut s = Self {
             db,
             path: path.map(Path::to_owned),
+            joined: false,
         };
         s.bind(identity, target)?;
         Ok(s)

@@ -26,7 +26,7 @@ struct ListKey {
     path: String,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 struct Listed {
     path: String,
@@ -34,12 +34,6 @@ struct Listed {
     headings: Value,
     blob_sha: String,
 }
-syncplane_core::from_row!(Listed {
-    path,
-    title,
-    headings,
-    blob_sha
-});
 
 /// `GET .../documents?cursor=&limit=`: paths in order, with title, outline and blob SHA.
 pub async fn list(pool: &PgPool, repo: &Repo, params: &Params) -> Result<Value, ApiError> {
@@ -99,6 +93,7 @@ impl Format {
     }
 }
 
+#[derive(syncplane_core::FromRow)]
 struct Stored {
     path: String,
     title: String,
@@ -110,17 +105,6 @@ struct Stored {
     updated_at: DateTime<Utc>,
     source: Option<String>,
 }
-syncplane_core::from_row!(Stored {
-    path,
-    title,
-    frontmatter,
-    headings,
-    body,
-    blob_sha,
-    size_bytes,
-    updated_at,
-    source
-});
 
 /// `GET .../documents/{path}`; a path that only prefixes documents is a folder.
 pub async fn fetch(

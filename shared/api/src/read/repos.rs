@@ -7,6 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use syncplane_engine::sync::persist::RepoMeta;
 
 use super::super::error::{ApiError, db_failure};
 use super::cursor;
@@ -17,7 +18,7 @@ pub const DEFAULT_LIMIT: i64 = 100;
 pub const MAX_LIMIT: i64 = 500;
 
 /// A stored repository, as the per-repository routes need it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, syncplane_core::FromRow)]
 pub struct Repo {
     pub id: i64,
     pub owner: String,
@@ -26,14 +27,6 @@ pub struct Repo {
     pub head_commit_sha: Option<String>,
     pub codeowners_path: Option<String>,
 }
-syncplane_core::from_row!(Repo {
-    id,
-    owner,
-    name,
-    html_url,
-    head_commit_sha,
-    codeowners_path
-});
 
 impl Repo {
     pub fn full_name(&self) -> String {
@@ -65,12 +58,13 @@ struct ListKey {
     id: i64,
 }
 
+#[derive(syncplane_core::FromRow)]
 struct ListRow {
     lower_owner: String,
     lower_name: String,
+    #[row(flatten)]
     view: RepoView,
 }
-syncplane_core::from_row!(ListRow { lower_owner, lower_name } flatten { view });
 
 /// `GET /api/repos?limit=&cursor=`: one page and the cursor of the next (null at the end).
 pub async fn list(pool: &PgPool, params: &Params) -> Result<Value, ApiError> {
@@ -126,16 +120,14 @@ pub(crate) fn next_cursor<T>(
     rows.last().map(cursor_of)
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 struct RepoDetail {
     full_name: String,
     github_id: i64,
-    default_branch: Option<String>,
-    private: bool,
-    archived: bool,
-    html_url: Option<String>,
-    description: Option<String>,
+    #[serde(flatten)]
+    #[row(flatten)]
+    meta: RepoMeta,
     docs_path: Option<String>,
     head_commit_sha: Option<String>,
     codeowners_path: Option<String>,
@@ -147,25 +139,6 @@ struct RepoDetail {
     document_count: i64,
     has_readme: bool,
 }
-syncplane_core::from_row!(RepoDetail {
-    full_name,
-    github_id,
-    default_branch,
-    private,
-    archived,
-    html_url,
-    description,
-    docs_path,
-    head_commit_sha,
-    codeowners_path,
-    sync_status,
-    sync_error,
-    sync_error_code,
-    last_synced_at,
-    warnings,
-    document_count,
-    has_readme
-});
 
 /// `GET /api/repos/{owner}/{name}`.
 pub async fn detail(pool: &PgPool, repo: &Repo) -> Result<Value, ApiError> {

@@ -152,6 +152,7 @@ struct Key {
     id: i64,
 }
 
+#[derive(syncplane_core::FromRow)]
 struct Row {
     kind: i32,
     id: i64,
@@ -166,9 +167,9 @@ struct Row {
     headline: String,
     /// The tier reached its candidate cap in documents or READMEs.
     capped: bool,
+    #[row(skip)]
     tier: Option<Tier>,
 }
-syncplane_core::from_row!(Row { kind, id, repo_id, rank, full_name, path, title, blob_sha, last_synced_at, heading, headline, capped } skip { tier });
 
 /// Snippets come from a window of the document's text around the first place a query word
 /// occurs: `ts_headline` parses all the text it is given (about 0.4 ms for 5 KB, 10 ms for the
@@ -238,27 +239,59 @@ macro_rules! whole_check {
     };
 }
 
+/// One table's candidates (`documents d` or `readmes r`), `columns` first, then the rank; at most
+/// `$8` of them.
+macro_rules! candidates {
+    ($columns:literal, $table:literal, $a:literal, $config:literal, $vector:literal,
+     $head:literal, $tier:literal, $rankvec:literal, $whole:tt) => {
+        concat!(
+            "(SELECT ",
+            $columns,
+            ",
+                     ts_rank_cd(",
+            $a,
+            ".",
+            $rankvec,
+            ", websearch_to_tsquery('",
+            $config,
+            "', $1)) AS rank
+              FROM ",
+            $table,
+            " ",
+            $a,
+            "
+              WHERE ",
+            $tier,
+            "(",
+            $a,
+            ".",
+            $head,
+            " @@ websearch_to_tsquery('",
+            $config,
+            "', $1))
+                ",
+            whole_check!($whole, $a, $vector, $config),
+            "
+                AND ($2::bigint[] IS NULL OR ",
+            $a,
+            ".repo_id = ANY($2))
+                AND ($3::text IS NULL OR ",
+            $a,
+            ".path LIKE $3 ESCAPE '\\')
+              LIMIT $8)"
+        )
+    };
+}
+
 macro_rules! search_sql {
     ($config:literal, $vector:literal, $head:literal, $tier:literal, $rankvec:literal, $whole:tt) => {
         concat!(
             "WITH cand AS MATERIALIZED (
-                (SELECT 0 AS kind, d.id, d.repo_id,
-                        ts_rank_cd(d.", $rankvec, ", websearch_to_tsquery('", $config, "', $1)) AS rank
-                 FROM documents d
-                 WHERE ", $tier, "(d.", $head, " @@ websearch_to_tsquery('", $config, "', $1))
-                   ", whole_check!($whole, "d", $vector, $config), "
-                   AND ($2::bigint[] IS NULL OR d.repo_id = ANY($2))
-                   AND ($3::text IS NULL OR d.path LIKE $3 ESCAPE '\\')
-                 LIMIT $8)
+                ", candidates!("0 AS kind, d.id, d.repo_id", "documents", "d",
+                               $config, $vector, $head, $tier, $rankvec, $whole), "
                 UNION ALL
-                (SELECT 1, r.repo_id, r.repo_id,
-                        ts_rank_cd(r.", $rankvec, ", websearch_to_tsquery('", $config, "', $1))
-                 FROM readmes r
-                 WHERE ", $tier, "(r.", $head, " @@ websearch_to_tsquery('", $config, "', $1))
-                   ", whole_check!($whole, "r", $vector, $config), "
-                   AND ($2::bigint[] IS NULL OR r.repo_id = ANY($2))
-                   AND ($3::text IS NULL OR r.path LIKE $3 ESCAPE '\\')
-                 LIMIT $8)
+                ", candidates!("1, r.repo_id, r.repo_id", "readmes", "r",
+                               $config, $vector, $head, $tier, $rankvec, $whole), "
             ),
             page AS (
                 SELECT * FROM cand

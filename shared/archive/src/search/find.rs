@@ -79,6 +79,7 @@ pub struct Page {
     pub next_cursor: Option<String>,
 }
 
+#[derive(syncplane_core::FromRow)]
 struct HitRow {
     id: i64,
     compute_target_id: String,
@@ -96,23 +97,6 @@ struct HitRow {
     at: DateTime<Utc>,
     body: String,
 }
-syncplane_core::from_row!(HitRow {
-    id,
-    compute_target_id,
-    session_id,
-    title,
-    agent,
-    started_at,
-    file_id,
-    generation,
-    line_no,
-    segment_offset,
-    segment_line,
-    role,
-    tool_name,
-    at,
-    body
-});
 
 /// Run `s` (see the module doc).
 pub async fn find(pool: &PgPool, s: &Search<'_>) -> Result<Page, sqlx::Error> {

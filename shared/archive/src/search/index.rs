@@ -219,11 +219,13 @@ pub enum DrainError {
     Store(#[from] StoreError),
 }
 
+#[derive(syncplane_core::FromRow)]
 struct Queued {
     file_row: i64,
     generation: i32,
     segment_offset: i64,
     first_line: i64,
+    #[row(flatten)]
     segment: SegmentRef,
     org_id: i64,
     compute_target_id: String,
@@ -231,17 +233,6 @@ struct Queued {
     current_generation: i32,
     recorded_at: DateTime<Utc>,
 }
-syncplane_core::from_row!(Queued {
-    file_row,
-    generation,
-    segment_offset,
-    first_line,
-    org_id,
-    compute_target_id,
-    session_id,
-    current_generation,
-    recorded_at
-} flatten { segment });
 
 /// Index up to `max_segments` queued segments, oldest first; concurrent drains take different
 /// segments (`SKIP LOCKED`).
@@ -414,6 +405,7 @@ pub struct Backfilled {
     pub segments: u64,
 }
 
+#[derive(syncplane_core::FromRow)]
 struct SegmentRef {
     start_offset: i64,
     object_key: String,
@@ -422,14 +414,6 @@ struct SegmentRef {
     source_bytes: i64,
     sha256: Vec<u8>,
 }
-syncplane_core::from_row!(SegmentRef {
-    start_offset,
-    object_key,
-    compressed_bytes,
-    decoded_bytes,
-    source_bytes,
-    sha256
-});
 
 /// Queue again, whole, every file whose current generation has a segment neither indexed nor
 /// queued: segments recorded before the search existed (migration 0015) or left out. Each such

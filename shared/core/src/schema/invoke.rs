@@ -122,15 +122,14 @@ pub fn parse(event: Value) -> Result<Invocation, InvokeError> {
 /// Handle one event: `migrate` applies the migrations, done by the instant it is given
 /// ([`finish_by`]), and returns a JSON summary or one line. It must be done by `answer_by`
 /// ([`answer_by`] of the invocation's deadline), or it is abandoned and answered as failed.
-pub async fn handle<M, Fut>(
+pub async fn handle<M>(
     event: Value,
     http: &reqwest::Client,
     answer_by: Instant,
     migrate: M,
 ) -> Result<Value, InvokeError>
 where
-    M: FnOnce(Instant) -> Fut,
-    Fut: Future<Output = Result<Value, String>>,
+    M: AsyncFnOnce(Instant) -> Result<Value, String>,
 {
     match parse(event)? {
         Invocation::Migrate => bounded(answer_by, migrate)
@@ -145,10 +144,9 @@ where
 }
 
 /// Run `migrate` until `answer_by` at most.
-async fn bounded<M, Fut>(answer_by: Instant, migrate: M) -> Result<Value, String>
+async fn bounded<M>(answer_by: Instant, migrate: M) -> Result<Value, String>
 where
-    M: FnOnce(Instant) -> Fut,
-    Fut: Future<Output = Result<Value, String>>,
+    M: AsyncFnOnce(Instant) -> Result<Value, String>,
 {
     let started = Instant::now();
     // Boxed: the migration's future is deep (configuration, secrets, Postgres), too deep to
@@ -168,14 +166,13 @@ where
 
 /// Decide the answer to one custom resource request (migrating for Create and Update, until
 /// `answer_by` at most).
-pub async fn answer<M, Fut>(
+pub async fn answer<M>(
     request: &CustomResourceRequest,
     answer_by: Instant,
     migrate: M,
 ) -> CustomResourceResponse
 where
-    M: FnOnce(Instant) -> Fut,
-    Fut: Future<Output = Result<Value, String>>,
+    M: AsyncFnOnce(Instant) -> Result<Value, String>,
 {
     let outcome = match request.request_type {
         RequestType::Delete => Ok(json!({})),

@@ -19,7 +19,7 @@ use chrono::{DateTime, Utc};
 
 use crate::sync::fingerprint;
 use crate::sync::lock::{HeldLock, repo_key};
-use crate::sync::persist;
+use crate::sync::persist::{self, StoredInfo};
 use crate::sync::repository::{HeadRead, KnownHead, SyncError};
 use crate::sync::workspace::Workspace;
 use syncplane_github::{BatchHead, HeadQuery, MAX_IDS_PER_QUERY, RepoInfo};
@@ -75,16 +75,10 @@ impl Triage {
 }
 
 /// What is stored for a repository, as the head check compares it.
-#[derive(Debug)]
+#[derive(Debug, syncplane_core::FromRow)]
 struct StoredHead {
-    github_id: i64,
-    owner: String,
-    name: String,
-    default_branch: Option<String>,
-    private: bool,
-    archived: bool,
-    html_url: Option<String>,
-    description: Option<String>,
+    #[row(flatten)]
+    info: StoredInfo,
     docs_path: Option<String>,
     head_commit_sha: Option<String>,
     tree_sha: Option<String>,
@@ -92,32 +86,10 @@ struct StoredHead {
     sync_status: String,
     marked: bool,
 }
-syncplane_core::from_row!(StoredHead {
-    github_id,
-    owner,
-    name,
-    default_branch,
-    private,
-    archived,
-    html_url,
-    description,
-    docs_path,
-    head_commit_sha,
-    tree_sha,
-    selection_fingerprint,
-    sync_status,
-    marked
-});
 
 impl StoredHead {
     fn metadata_matches(&self, repo: &RepoInfo) -> bool {
-        self.owner == repo.owner
-            && self.name == repo.name
-            && self.default_branch == repo.default_branch
-            && self.private == repo.private
-            && self.archived == repo.archived
-            && self.html_url == repo.html_url
-            && self.description == repo.description
+        self.info.owner == repo.owner && self.info.name == repo.name && self.info.meta.matches(repo)
     }
 }
 
@@ -182,15 +154,15 @@ pub async fn triage(
 async fn load(ws: &Workspace, repos: &[RepoInfo]) -> Result<HashMap<i64, StoredHead>, sqlx::Error> {
     let ids: Vec<i64> = repos.iter().map(|r| r.github_id).collect();
     let rows: Vec<StoredHead> = sqlx::query_as(
-        "SELECT github_id, owner, name, default_branch, private, archived, html_url, description,
-                docs_path, head_commit_sha, tree_sha, selection_fingerprint, sync_status,
+        "SELECT github_id, node_id, owner, name, default_branch, private, archived, html_url,
+                description, docs_path, head_commit_sha, tree_sha, selection_fingerprint, sync_status,
                 sync_requested_at IS NOT NULL AS marked
          FROM repos WHERE github_id = ANY($1)",
     )
     .bind(&ids)
     .fetch_all(&ws.pool)
     .await?;
-    Ok(rows.into_iter().map(|r| (r.github_id, r)).collect())
+    Ok(rows.into_iter().map(|r| (r.info.github_id, r)).collect())
 }
 
 /// The head check to ask GraphQL, or `None` when the repository must be synced whatever its

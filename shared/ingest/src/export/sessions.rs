@@ -106,7 +106,7 @@ fn invalid(message: &str) -> IngestError {
 
 /// One session with the columns the console shows (the export's, and the sessions route's with
 /// the frustration signal beside them).
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, syncplane_core::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct Row {
     #[serde(skip)]
@@ -128,25 +128,6 @@ pub struct Row {
     pub(crate) output_tokens: Option<i64>,
     pub(crate) cost_usd: Option<f64>,
 }
-syncplane_core::from_row!(Row {
-    id,
-    compute_target_id,
-    session_id,
-    title,
-    agent,
-    model,
-    status,
-    repository,
-    branch,
-    started_at,
-    ended_at,
-    updated_at,
-    last_synced_at,
-    event_count,
-    input_tokens,
-    output_tokens,
-    cost_usd
-});
 
 /// The CSV header: the JSON Lines names, in the same order.
 pub const CSV_HEADER: &str = "computeTargetId,sessionId,title,agent,model,status,repository,\

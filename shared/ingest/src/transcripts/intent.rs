@@ -89,11 +89,14 @@ async fn record(
     intent: &Intent,
 ) -> Result<Value, IngestError> {
     let upload_id = uuid::Uuid::new_v4();
-    let key = SegmentKey {
+    let file = FileName {
         org_id,
         compute_target_id: &intent.compute_target_id,
         session_id: &intent.session_id,
         file_id: &intent.file_id,
+    };
+    let key = SegmentKey {
+        file,
         generation: intent.generation,
         offset: intent.offset,
         sha256: &intent.claim.sha256,
@@ -109,12 +112,7 @@ async fn record(
         lane.pool,
         &NewUpload {
             upload_id,
-            file: FileName {
-                org_id,
-                compute_target_id: &intent.compute_target_id,
-                session_id: &intent.session_id,
-                file_id: &intent.file_id,
-            },
+            file,
             generation: intent.generation,
             offset: intent.offset,
             claim: intent.claim,

@@ -33,18 +33,13 @@ fn settings(config: &SyncConfig) -> ScheduleSettings {
     }
 }
 
+#[derive(syncplane_core::FromRow)]
 struct StateRow {
     next_due_at: Option<DateTime<Utc>>,
     consecutive_failures: i32,
     last_run_finished_at: Option<DateTime<Utc>>,
     config_fingerprint: Option<String>,
 }
-syncplane_core::from_row!(StateRow {
-    next_due_at,
-    consecutive_failures,
-    last_run_finished_at,
-    config_fingerprint
-});
 
 pub(crate) async fn load_state(pool: &PgPool, tenant: &str) -> Result<ScheduleState, sqlx::Error> {
     let row: Option<StateRow> = sqlx::query_as(

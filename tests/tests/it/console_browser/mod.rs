@@ -366,10 +366,12 @@ async fn archive_transcript(w: &World, store: &std::path::Path, org: i64) {
     let compressed = zstd::encode_all(&decoded[..], 3).unwrap();
     let sha: [u8; 32] = Sha256::digest(&compressed).into();
     let key = SegmentKey {
-        org_id: org,
-        compute_target_id: TARGET,
-        session_id: SESSION,
-        file_id,
+        file: shared::archive::files::FileName {
+            org_id: org,
+            compute_target_id: TARGET,
+            session_id: SESSION,
+            file_id,
+        },
         generation: 1,
         offset: 0,
         sha256: &sha,

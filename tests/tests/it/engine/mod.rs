@@ -124,7 +124,7 @@ impl World {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, shared::FromRow)]
 pub struct RepoRow {
     pub sync_status: String,
     pub sync_error_code: Option<String>,
@@ -134,15 +134,6 @@ pub struct RepoRow {
     pub selection_fingerprint: Option<String>,
     pub warnings: serde_json::Value,
 }
-shared::from_row!(RepoRow {
-    sync_status,
-    sync_error_code,
-    sync_error,
-    tree_sha,
-    head_etag,
-    selection_fingerprint,
-    warnings
-});
 
 /// A client for the fake's App and `installation`, with a short timeout so timeout faults are
 /// quick, and the given rate-limit wait budget.

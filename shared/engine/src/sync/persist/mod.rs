@@ -17,6 +17,6 @@ mod write;
 pub use model::{
     CodeOwnersWrite, Counts, DocumentWrite, Markers, ReadmeWrite, Status, Stored, Write,
 };
-pub use repo_row::{StoredInfo, ensure_row, move_markers, refresh_status, stored_info};
+pub use repo_row::{RepoMeta, StoredInfo, ensure_row, move_markers, refresh_status, stored_info};
 pub use stored::{load, load_contents};
 pub use write::write;

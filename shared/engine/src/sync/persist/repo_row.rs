@@ -45,40 +45,57 @@ fn bind_status<'q>(q: PgQuery<'q>, error: Option<(&'static str, &'static str)>) 
 
 /// A repository as its row describes it: the [`RepoInfo`] columns, for callers that act on a
 /// stored repository without asking GitHub first (the drain; `syncplane sync --repo`).
+#[derive(Debug, syncplane_core::FromRow)]
 pub struct StoredInfo {
-    github_id: i64,
-    owner: String,
-    name: String,
-    default_branch: Option<String>,
-    private: bool,
-    archived: bool,
-    html_url: Option<String>,
-    description: Option<String>,
-    node_id: Option<String>,
+    pub(crate) github_id: i64,
+    pub(crate) node_id: Option<String>,
+    pub(crate) owner: String,
+    pub(crate) name: String,
+    #[row(flatten)]
+    pub(crate) meta: RepoMeta,
 }
-syncplane_core::from_row!(StoredInfo {
-    github_id,
-    owner,
-    name,
-    default_branch,
-    private,
-    archived,
-    html_url,
-    description,
-    node_id
-});
+
+/// What GitHub said of a repository when it was last described (its branch, visibility, address
+/// and description), as its row keeps them: read by the sync and shown by the read API.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, syncplane_core::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct RepoMeta {
+    pub default_branch: Option<String>,
+    pub private: bool,
+    pub archived: bool,
+    pub html_url: Option<String>,
+    pub description: Option<String>,
+}
+
+impl RepoMeta {
+    /// Whether `repo`, as GitHub describes it now, says the same.
+    pub fn matches(&self, repo: &RepoInfo) -> bool {
+        self.default_branch == repo.default_branch
+            && self.private == repo.private
+            && self.archived == repo.archived
+            && self.html_url == repo.html_url
+            && self.description == repo.description
+    }
+}
 
 impl From<StoredInfo> for RepoInfo {
     fn from(r: StoredInfo) -> Self {
+        let RepoMeta {
+            default_branch,
+            private,
+            archived,
+            html_url,
+            description,
+        } = r.meta;
         RepoInfo {
             github_id: r.github_id,
             owner: r.owner,
             name: r.name,
-            private: r.private,
-            archived: r.archived,
-            default_branch: r.default_branch,
-            html_url: r.html_url,
-            description: r.description,
+            private,
+            archived,
+            default_branch,
+            html_url,
+            description,
             node_id: r.node_id,
         }
     }
@@ -94,11 +111,12 @@ pub async fn stored_info(
     owner: &str,
     name: &str,
 ) -> Result<Option<RepoInfo>, sqlx::Error> {
+    #[derive(syncplane_core::FromRow)]
     struct Row {
+        #[row(flatten)]
         info: StoredInfo,
         sync_status: String,
     }
-    syncplane_core::from_row!(Row { sync_status } flatten { info });
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT github_id, owner, name, default_branch, private, archived, html_url, description,
                 node_id, sync_status

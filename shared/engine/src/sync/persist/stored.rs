@@ -9,6 +9,7 @@ use super::model::Stored;
 use crate::sync::failure::{DATABASE_ERROR, REAPED_ERROR};
 
 /// The repository row's head-check markers, as `load` reads them.
+#[derive(syncplane_core::FromRow)]
 struct RepoMarkers {
     id: i64,
     tree_sha: Option<String>,
@@ -20,17 +21,6 @@ struct RepoMarkers {
     codeowners_blob_sha: Option<String>,
     written_by_failed_run: Option<i64>,
 }
-syncplane_core::from_row!(RepoMarkers {
-    id,
-    tree_sha,
-    head_etag,
-    selection_fingerprint,
-    head_commit_sha,
-    docs_tree_sha,
-    codeowners_path,
-    codeowners_blob_sha,
-    written_by_failed_run
-});
 
 /// The error codes of failed runs whose writes may nevertheless have committed.
 const COMMITTED_ANYWAY: &[&str] = &[DATABASE_ERROR, REAPED_ERROR];

@@ -158,7 +158,7 @@ pub struct SessionKey {
 }
 
 /// A transcript file of the reader's org, at its current generation.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, syncplane_core::FromRow)]
 pub(crate) struct FileRow {
     pub id: i64,
     pub file_id: String,
@@ -166,13 +166,6 @@ pub(crate) struct FileRow {
     pub acked_offset: i64,
     pub decoded_bytes: i64,
 }
-syncplane_core::from_row!(FileRow {
-    id,
-    file_id,
-    generation,
-    acked_offset,
-    decoded_bytes
-});
 
 /// The file of `org_id`'s session named `file_id`; `None` (a 404 to the caller) for another
 /// org's, or none.

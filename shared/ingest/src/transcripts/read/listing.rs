@@ -40,6 +40,7 @@ struct SegmentOut {
     url: String,
 }
 
+#[derive(syncplane_core::FromRow)]
 struct SegmentRow {
     file_row: i64,
     start_offset: i64,
@@ -49,15 +50,6 @@ struct SegmentRow {
     sha256: Vec<u8>,
     object_key: String,
 }
-syncplane_core::from_row!(SegmentRow {
-    file_row,
-    start_offset,
-    source_bytes,
-    decoded_bytes,
-    compressed_bytes,
-    sha256,
-    object_key
-});
 
 /// The listing: 404 `not_found` when the reader's org has no transcript of the session.
 pub async fn files(

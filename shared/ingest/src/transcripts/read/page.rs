@@ -53,16 +53,12 @@ impl Cursor {
 }
 
 /// A stored segment of a file: where it starts, its decoded size, its object.
+#[derive(syncplane_core::FromRow)]
 pub(crate) struct SegmentRow {
     pub start_offset: i64,
     pub decoded_bytes: i64,
     pub object_key: String,
 }
-syncplane_core::from_row!(SegmentRow {
-    start_offset,
-    decoded_bytes,
-    object_key
-});
 
 /// One page of a file's lines.
 pub async fn lines(
