@@ -74,7 +74,8 @@ pub struct Device {
     /// The signed-in identity; a different one clears the lane's state.
     #[arg(long, env = "SYNCPLANE_AGENT_IDENTITY", default_value = "default")]
     pub identity: String,
-    /// Lane state database (default: .syncplane-agent.db in the directory read, --store or --dir).
+    /// Lane state database (default: .syncplane-agent.db in the directory read, --store or
+    /// --dir; `transcripts flush` reads none, so it needs this).
     #[arg(long)]
     pub state: Option<PathBuf>,
 }

@@ -345,7 +345,6 @@ async fn record(pool: &PgPool, up: &Upload, lines: i64) -> Result<Completed, Arc
     })
 }
 
-/// Offsets and sizes are capped far below `i64::MAX` (contract caps, checked at the intent).
 /// A segment's place and claim, as an intent and a recorded segment both store them.
 struct SegmentPlace<'a> {
     file_row: i64,
@@ -374,6 +373,7 @@ impl<'a> SegmentPlace<'a> {
     }
 }
 
+/// Offsets and sizes are capped far below `i64::MAX` (contract caps, checked at the intent).
 fn as_i64(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }

@@ -27,7 +27,7 @@ pub struct FileName<'a> {
     pub file_id: &'a str,
 }
 
-/// Where one segment is stored. `file_id` must already be a valid `fileId`
+/// Where one segment is stored. `file.file_id` must already be a valid `fileId`
 /// (`syncplane_contract::transcripts::valid_file_id`).
 pub struct SegmentKey<'a> {
     pub file: FileName<'a>,

@@ -81,7 +81,6 @@ pub async fn expire(
 
 /// One run's database, store, time and batch size: each method expires one batch of its kind
 /// and returns how many rows it selected (fewer than `batch`: that kind is done).
-#[derive(Clone, Copy)]
 struct Sweep<'a> {
     pool: &'a PgPool,
     store: &'a Store,

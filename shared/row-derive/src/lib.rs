@@ -38,9 +38,7 @@ struct Field {
 pub fn derive_from_row(input: TokenStream) -> TokenStream {
     match parse(input) {
         Ok((name, fields)) => expand(&name, &fields),
-        Err(message) => format!("compile_error!({message:?});")
-            .parse()
-            .unwrap_or_default(),
+        Err(message) => compile_error(&message),
     }
 }
 
@@ -180,5 +178,12 @@ fn expand(name: &str, fields: &[Field]) -> TokenStream {
          }}"
     )
     .parse()
-    .unwrap_or_default()
+    .unwrap_or_else(|_| compile_error(&format!("FromRow: could not write the impl for {name}")))
+}
+
+/// A compile error that says `message` where the derive is used.
+fn compile_error(message: &str) -> TokenStream {
+    format!("compile_error!({message:?});")
+        .parse()
+        .unwrap_or_default()
 }

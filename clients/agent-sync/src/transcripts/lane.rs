@@ -87,8 +87,8 @@ fn key(session_id: &str, file_id: &str) -> String {
 
 impl<S: TranscriptSource, A: Api> TranscriptLane<S, A> {
     /// A lane over `source` for `target`. Over a state opened plainly this is a cold start: files
-    /// set aside deterministically are due again. Over one [`TranscriptState::joining`] the app's
-    /// lane (a hook's process) it is not, so what was set aside stays aside.
+    /// set aside deterministically are due again. A hook's process joins the app's lane instead
+    /// ([`TranscriptState::joining`]): no cold start, so what was set aside stays aside.
     pub fn new(
         source: S,
         state: TranscriptState,
