@@ -15,6 +15,7 @@ mod github_client;
 mod ingest;
 mod migrations;
 mod ops;
+mod pool;
 mod read;
 mod rows;
 mod runs;
