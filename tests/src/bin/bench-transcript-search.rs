@@ -7,7 +7,8 @@
 //! direct PUT, complete) in segments of at most `--segment-kib` decoded. Then:
 //!
 //! 1. indexing: the queue drained (`syncplane_archive::search::index::drain`), MB/s of decoded
-//!    transcript; the index's size per MB of transcript;
+//!    transcript; the index's size per MB of transcript; and, timed apart in the upload phase,
+//!    the indexer's row preparation alone on one core (the share that is not Postgres's);
 //! 2. searchable after complete: a segment with a unique token, uploaded while `syncplane
 //!    serve`'s indexer runs, until the search route finds it (`--probes` times);
 //! 3. the complete route's latency, timed in the upload phase (the search work it adds is one
@@ -89,7 +90,11 @@ async fn bench(args: Args) -> ExitCode {
     let orgs = provision_orgs(&db, args.orgs).await;
 
     let started = Instant::now();
-    let (decoded, completes) = upload_all(&state, &orgs, &args).await;
+    let Uploaded {
+        decoded,
+        completes,
+        prepare,
+    } = upload_all(&state, &orgs, &args).await;
     println!(
         "uploaded {:.0} MB in {:.0} s",
         mb(decoded),
@@ -124,6 +129,10 @@ async fn bench(args: Args) -> ExitCode {
             format!("{:.1}", mb(decoded) / index_secs),
             ">= 20",
             mb(decoded) / index_secs >= TARGET_INDEX_MB_S,
+        ),
+        Row::info(
+            "rows prepared alone, one core (MB of transcript per second)",
+            format!("{:.1}", mb(decoded) / prepare.as_secs_f64()),
         ),
         Row::info(
             "index size per MB of transcript (MB)",
@@ -216,10 +225,20 @@ async fn provision_orgs(db: &TestDb, n: usize) -> Vec<Org> {
 }
 
 /// Every org's sessions, uploaded; the decoded bytes and each complete's latency (sorted).
-async fn upload_all(state: &IngestState, orgs: &[Org], args: &Args) -> (u64, Vec<Duration>) {
+/// What [`upload_all`] sent.
+struct Uploaded {
+    decoded: u64,
+    completes: Vec<Duration>,
+    /// The indexer's row preparation (text, words, code tokens, vectors) of every file, on this
+    /// thread alone: the share of indexing that is not Postgres's.
+    prepare: Duration,
+}
+
+async fn upload_all(state: &IngestState, orgs: &[Org], args: &Args) -> Uploaded {
     let mut r = Rng(args.seed);
     let sessions = args.lines.div_ceil(args.session_lines);
     let (mut decoded, mut completes) = (0u64, Vec::new());
+    let mut prepare = Duration::ZERO;
     for s in 0..sessions {
         let org = &orgs[s % orgs.len()];
         let target = &org.targets[(s / orgs.len()) % TARGETS_PER_ORG];
@@ -234,6 +253,9 @@ async fn upload_all(state: &IngestState, orgs: &[Org], args: &Args) -> (u64, Vec
             text.push('\n');
         }
         decoded += text.len() as u64;
+        let started = Instant::now();
+        std::hint::black_box(index::prepare(text.as_bytes()));
+        prepare += started.elapsed();
         let file = File {
             org,
             target,
@@ -245,7 +267,11 @@ async fn upload_all(state: &IngestState, orgs: &[Org], args: &Args) -> (u64, Vec
         );
     }
     completes.sort();
-    (decoded, completes)
+    Uploaded {
+        decoded,
+        completes,
+        prepare,
+    }
 }
 
 struct File<'a> {

@@ -11,7 +11,10 @@
 //! `english` configuration). Positions start at 1 and stop at Postgres's 16,383; a lexeme keeps
 //! at most Postgres's 256 positions.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::borrow::Cow;
+use std::collections::{BTreeSet, HashMap};
+
+use foldhash::fast::RandomState;
 
 use rust_stemmers::{Algorithm, Stemmer};
 
@@ -156,71 +159,209 @@ const STOP_WORDS: &[&str] = &[
 ];
 
 /// Makes lexemes, remembering each word's (a segment repeats its words: stemming each once).
+/// Each lexeme has a number ([`Lexer::intern`]), so a row's words are sorted and grouped as
+/// numbers, and only its distinct lexemes are compared as text.
 pub struct Lexer {
     stemmer: Stemmer,
-    seen: HashMap<String, Option<String>>,
+    /// Each word as written and its lexeme's number (`None`: a stop word).
+    seen: HashMap<Box<str>, Option<u32>, RandomState>,
+    /// Each lexeme's number, and the lexeme of each number below [`FIRST_ROW_ID`] with its
+    /// [`sort_key`].
+    ids: HashMap<Box<str>, u32, RandomState>,
+    names: Vec<(u64, Box<str>)>,
+    /// The lexemes of the row being made once [`MAX_REMEMBERED`] are known, numbered from
+    /// [`FIRST_ROW_ID`] (forgotten with the row).
+    row_names: Vec<(u64, String)>,
+    /// The row being made: each word's lexeme number and position.
+    row: Vec<(u32, u16)>,
 }
 
 impl Default for Lexer {
     fn default() -> Self {
         Self {
             stemmer: Stemmer::create(Algorithm::English),
-            seen: HashMap::new(),
+            seen: HashMap::default(),
+            ids: HashMap::default(),
+            names: Vec::new(),
+            row_names: Vec::new(),
+            row: Vec::new(),
         }
     }
 }
 
-/// Words remembered at most (a segment of distinct blobs does not grow it without bound).
+/// Words (and lexemes) remembered at most (a segment of distinct blobs does not grow the lexer
+/// without bound).
 const MAX_REMEMBERED: usize = 100_000;
+/// The first number of a lexeme the lexer does not remember past its row.
+const FIRST_ROW_ID: u32 = 1 << 31;
 
 impl Lexer {
     /// The lexeme of one word: `None` for a stop word.
-    fn lexeme(&mut self, w: &str) -> Option<String> {
+    fn lexeme(&mut self, w: &str) -> Option<u32> {
         if let Some(l) = self.seen.get(w) {
-            return l.clone();
+            return *l;
         }
         let lower = w.to_lowercase();
         let lexeme = if STOP_WORDS.binary_search(&lower.as_str()).is_ok() {
             None
         } else if lower.chars().any(|c| c.is_ascii_digit()) {
-            Some(lower)
+            Some(self.intern(lower))
         } else {
-            Some(self.stemmer.stem(&lower).into_owned())
+            let stem = self.stemmer.stem(&lower).into_owned();
+            Some(self.intern(stem))
         };
-        if self.seen.len() < MAX_REMEMBERED {
-            self.seen.insert(w.to_owned(), lexeme.clone());
+        if self.seen.len() < MAX_REMEMBERED && lexeme.is_none_or(|id| id < FIRST_ROW_ID) {
+            self.seen.insert(w.into(), lexeme);
         }
         lexeme
     }
 
-    /// Each word of `text` with its position: its lexeme, or `None` for a stop word.
-    fn words<'a>(
-        &'a mut self,
-        text: &'a str,
-    ) -> impl Iterator<Item = (usize, Option<String>)> + 'a {
+    /// The number of `lexeme`.
+    fn intern(&mut self, lexeme: String) -> u32 {
+        if let Some(id) = self.ids.get(lexeme.as_str()) {
+            return *id;
+        }
+        if self.names.len() < MAX_REMEMBERED {
+            let id = u32::try_from(self.names.len()).unwrap_or(FIRST_ROW_ID - 1);
+            self.names.push((sort_key(&lexeme), lexeme.as_str().into()));
+            self.ids.insert(lexeme.into(), id);
+            id
+        } else {
+            self.row_names.push((sort_key(&lexeme), lexeme));
+            FIRST_ROW_ID + u32::try_from(self.row_names.len() - 1).unwrap_or(0)
+        }
+    }
+
+    /// The lexeme numbered `id` and its [`sort_key`].
+    fn name(&self, id: u32) -> (u64, &str) {
+        match id.checked_sub(FIRST_ROW_ID) {
+            None => self
+                .names
+                .get(id as usize)
+                .map_or((0, ""), |(k, n)| (*k, n)),
+            Some(i) => self
+                .row_names
+                .get(i as usize)
+                .map_or((0, ""), |(k, n)| (*k, n.as_str())),
+        }
+    }
+
+    /// Each word of `text` with its position: its lexeme's number, or `None` for a stop word.
+    fn words<'a>(&'a mut self, text: &'a str) -> impl Iterator<Item = (usize, Option<u32>)> + 'a {
         text.split(|c: char| !c.is_alphanumeric())
             .filter(|w| !w.is_empty() && w.len() <= MAX_WORD_BYTES)
             .enumerate()
             .map(move |(i, w)| ((i + 1).min(MAX_POSITION), self.lexeme(w)))
     }
 
+    /// Each lexeme of `text` (lower-cased, as the literal's quoting lower-cases it) with its
+    /// positions in ascending order, at most [`MAX_POSITIONS`] of them, and `codes` (no
+    /// position) merged in: given to `f` sorted by bytes and unique, as Postgres keeps a
+    /// vector's lexemes.
+    fn lexemes(&mut self, text: &str, codes: &BTreeSet<String>, mut f: impl FnMut(&str, &[u16])) {
+        self.row_names.clear();
+        let mut row = std::mem::take(&mut self.row);
+        row.clear();
+        for (pos, lexeme) in self.words(text) {
+            if let Some(id) = lexeme {
+                // Positions are at most MAX_POSITION, which a u16 holds.
+                row.push((id, u16::try_from(pos).unwrap_or(u16::MAX)));
+            }
+        }
+        // By number, then position: each lexeme's positions together, ascending.
+        row.sort_unstable();
+        let mut groups: Vec<Group<'_>> = row
+            .chunk_by(|a, b| a.0 == b.0)
+            .map(|g| (self.name(g[0].0), g))
+            .collect();
+        // By bytes: the keys first (one comparison of integers decides nearly always).
+        groups.sort_unstable_by(|(a, _), (b, _)| {
+            a.0.cmp(&b.0)
+                .then_with(|| a.1.as_bytes().cmp(b.1.as_bytes()))
+        });
+        let mut codes = lowered(codes).into_iter().peekable();
+        let mut all: Vec<u16> = Vec::new();
+        let mut positions: Vec<u16> = Vec::with_capacity(MAX_POSITIONS);
+        let mut groups = groups.into_iter().peekable();
+        while let Some(((_, lexeme), words)) = groups.next() {
+            all.clear();
+            all.extend(words.iter().map(|(_, pos)| *pos));
+            // A lexeme numbered twice (past MAX_REMEMBERED, once per word that made it): one.
+            while let Some((_, more)) = groups.next_if(|((_, next), _)| *next == lexeme) {
+                all.extend(more.iter().map(|(_, pos)| *pos));
+                all.sort_unstable();
+            }
+            positions.clear();
+            for pos in &all {
+                if positions.len() < MAX_POSITIONS && positions.last() != Some(pos) {
+                    positions.push(*pos);
+                }
+            }
+            while let Some(code) = codes.next_if(|c| c.as_bytes() <= lexeme.as_bytes()) {
+                if code.as_bytes() != lexeme.as_bytes() {
+                    f(&code, &[]);
+                }
+            }
+            f(lexeme, &positions);
+        }
+        for code in codes {
+            f(&code, &[]);
+        }
+        self.row = row;
+    }
+
     /// The `tsvector` literal of `text`'s words with their positions, and `codes` (exact
     /// lexemes, no position).
     pub fn vector(&mut self, text: &str, codes: &BTreeSet<String>) -> String {
-        literal(&lexemes(self.words(text), codes))
+        let mut out = String::new();
+        self.lexemes(text, codes, |lexeme, positions| {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(&quoted_lexeme(lexeme));
+            for (i, p) in positions.iter().enumerate() {
+                out.push(if i == 0 { ':' } else { ',' });
+                out.push_str(&p.to_string());
+            }
+        });
+        out
     }
 
     /// [`Lexer::vector`] in Postgres's binary form of a `tsvector` (what its `tsvectorrecv`
     /// reads), which the indexer sends: Postgres then builds the vector without parsing a
-    /// literal (a fifth of its work while indexing, issue 34).
+    /// literal (a fifth of its work while indexing, issue 34). The binary form: the number of
+    /// lexemes (int32), then each lexeme as a NUL-terminated string, its number of positions
+    /// (uint16) and each position (uint16, weight D); all big-endian. A lexeme holding a NUL
+    /// (which the binary form cannot carry) is left out.
     pub fn binary_vector(&mut self, text: &str, codes: &BTreeSet<String>) -> Vec<u8> {
-        binary(&lexemes(self.words(text), codes))
+        let mut out = Vec::with_capacity(4 + text.len());
+        out.extend_from_slice(&[0; 4]);
+        let mut count = 0u32;
+        self.lexemes(text, codes, |lexeme, positions| {
+            if lexeme.contains('\0') {
+                return;
+            }
+            count += 1;
+            out.extend_from_slice(lexeme.as_bytes());
+            out.push(0);
+            let n = u16::try_from(positions.len()).unwrap_or(u16::MAX);
+            out.extend_from_slice(&n.to_be_bytes());
+            for p in positions {
+                out.extend_from_slice(&p.to_be_bytes());
+            }
+        });
+        out[..4].copy_from_slice(&count.to_be_bytes());
+        out
     }
 }
 
 /// Each word of `text` with its position (a lexer of its own).
 fn words(text: &str) -> Vec<(usize, Option<String>)> {
-    Lexer::default().words(text).collect()
+    let mut lexer = Lexer::default();
+    let ids: Vec<(usize, Option<u32>)> = lexer.words(text).collect();
+    ids.into_iter()
+        .map(|(pos, id)| (pos, id.map(|id| lexer.name(id).1.to_owned())))
+        .collect()
 }
 
 /// [`Lexer::vector`] with a lexer of its own.
@@ -233,59 +374,34 @@ pub fn binary_vector(text: &str, codes: &BTreeSet<String>) -> Vec<u8> {
     Lexer::default().binary_vector(text, codes)
 }
 
-/// Each lexeme (lower-cased, as the literal's quoting lower-cases it) with its positions in
-/// ascending order: sorted by bytes and unique, as Postgres keeps a vector's lexemes.
-fn lexemes(
-    words: impl Iterator<Item = (usize, Option<String>)>,
-    codes: &BTreeSet<String>,
-) -> BTreeMap<String, Vec<usize>> {
-    let mut lexemes: BTreeMap<String, Vec<usize>> = BTreeMap::new();
-    for (pos, lexeme) in words {
-        if let Some(l) = lexeme {
-            let positions = lexemes.entry(l).or_default();
-            if positions.len() < MAX_POSITIONS && positions.last() != Some(&pos) {
-                positions.push(pos);
+/// A lexeme of a row (its [`sort_key`] and text) and the row's words that have it.
+type Group<'a> = ((u64, &'a str), &'a [(u32, u16)]);
+
+/// The first 8 bytes of `lexeme` as a big-endian number (zeros past its end): two lexemes whose
+/// keys differ sort by bytes as their keys do; equal keys are compared whole.
+fn sort_key(lexeme: &str) -> u64 {
+    let mut bytes = [0u8; 8];
+    let head = &lexeme.as_bytes()[..lexeme.len().min(8)];
+    bytes[..head.len()].copy_from_slice(head);
+    u64::from_be_bytes(bytes)
+}
+
+/// `codes` lower-cased, sorted by bytes and unique (as given when they are lower-case already,
+/// as [`super::tokens::code_tokens`] makes them).
+fn lowered(codes: &BTreeSet<String>) -> Vec<Cow<'_, str>> {
+    let mut out: Vec<Cow<'_, str>> = codes
+        .iter()
+        .map(|c| {
+            if c.chars().any(char::is_uppercase) {
+                Cow::Owned(c.to_lowercase())
+            } else {
+                Cow::Borrowed(c.as_str())
             }
-        }
-    }
-    for c in codes {
-        lexemes.entry(c.to_lowercase()).or_default();
-    }
-    lexemes
-}
-
-/// The binary form (`tsvectorrecv`): the number of lexemes (int32), then each lexeme as a
-/// NUL-terminated string, its number of positions (uint16) and each position (uint16, weight D);
-/// all big-endian. A lexeme holding a NUL (which the binary form cannot carry) is left out.
-fn binary(lexemes: &BTreeMap<String, Vec<usize>>) -> Vec<u8> {
-    let kept = || lexemes.iter().filter(|(l, _)| !l.contains('\0'));
-    let mut out = Vec::with_capacity(4 + lexemes.keys().map(|l| l.len() + 8).sum::<usize>());
-    let count = u32::try_from(kept().count()).unwrap_or(u32::MAX);
-    out.extend_from_slice(&count.to_be_bytes());
-    for (lexeme, positions) in kept() {
-        out.extend_from_slice(lexeme.as_bytes());
-        out.push(0);
-        let n = u16::try_from(positions.len()).unwrap_or(u16::MAX);
-        out.extend_from_slice(&n.to_be_bytes());
-        for p in positions {
-            let p = u16::try_from((*p).min(MAX_POSITION)).unwrap_or(0);
-            out.extend_from_slice(&p.to_be_bytes());
-        }
-    }
-    out
-}
-
-fn literal(lexemes: &BTreeMap<String, Vec<usize>>) -> String {
-    let mut out = String::new();
-    for (lexeme, positions) in lexemes {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(&quoted_lexeme(lexeme));
-        for (i, p) in positions.iter().enumerate() {
-            out.push(if i == 0 { ':' } else { ',' });
-            out.push_str(&p.to_string());
-        }
+        })
+        .collect();
+    if out.iter().any(|c| matches!(c, Cow::Owned(_))) {
+        out.sort_unstable_by(|a, b| a.as_bytes().cmp(b.as_bytes()));
+        out.dedup();
     }
     out
 }
@@ -346,6 +462,83 @@ mod tests {
             "'connect' & 'refus'"
         );
         assert_eq!(plain_query("the of"), "");
+    }
+
+    /// Each lexeme with its positions, built the plain way (every word's lexeme into a sorted
+    /// map, then the codes): the oracle of the lexer's sorted merge.
+    fn reference(text: &str, codes: &BTreeSet<String>) -> Vec<(String, Vec<u16>)> {
+        let mut map: std::collections::BTreeMap<String, Vec<u16>> = Default::default();
+        for (pos, lexeme) in words(text) {
+            if let Some(l) = lexeme {
+                let pos = u16::try_from(pos).unwrap_or(u16::MAX);
+                let positions = map.entry(l).or_default();
+                if positions.len() < MAX_POSITIONS && positions.last() != Some(&pos) {
+                    positions.push(pos);
+                }
+            }
+        }
+        for c in codes {
+            map.entry(c.to_lowercase()).or_default();
+        }
+        map.into_iter().collect()
+    }
+
+    /// What the lexer gives the vector's writers, in its order.
+    fn merged(lexer: &mut Lexer, text: &str, codes: &BTreeSet<String>) -> Vec<(String, Vec<u16>)> {
+        let mut out = Vec::new();
+        lexer.lexemes(text, codes, |l, p| out.push((l.to_owned(), p.to_vec())));
+        out
+    }
+
+    #[test]
+    fn the_merged_vector_is_the_plain_maps_at_the_position_caps_and_with_any_codes() {
+        let many = "refused ".repeat(300);
+        let long: String = (0..17_000).map(|i| format!("w{} ", i % 50)).collect();
+        let texts = [
+            "The connection was refused; refusing connections v2 TLS",
+            many.as_str(),
+            long.as_str(),
+            "Ünïcödé straße ÉCOLE école 東京 東京 x1 X1 src main rs",
+            "abcdefgh1 abcdefgh0 abcdefgh abcdefghz abcdefg abcdefgh1",
+            "",
+            "the of and",
+        ];
+        let code_sets: [&[&str]; 4] = [
+            &[],
+            &["src/main.rs", "econnrefused", "main.rs"],
+            // Not lower-cased yet, one the same as a word's lexeme, one sorting first.
+            &["Src/Main.rs", "TLS", "connect", "0x1f", "zz"],
+            &["a\0b", "refus"],
+        ];
+        let mut lexer = Lexer::default();
+        for text in texts {
+            for codes in code_sets {
+                let codes: BTreeSet<String> = codes.iter().map(|c| (*c).to_owned()).collect();
+                assert_eq!(
+                    merged(&mut lexer, text, &codes),
+                    reference(text, &codes),
+                    "{:.60}… with {codes:?}",
+                    text
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn past_the_lexemes_it_remembers_a_row_still_has_each_lexeme_once() {
+        let mut lexer = Lexer::default();
+        let known: String = (0..MAX_REMEMBERED).map(|i| format!("k{i} ")).collect();
+        lexer.vector(&known, &BTreeSet::new());
+        assert_eq!(lexer.names.len(), MAX_REMEMBERED);
+        let text = "fresh x9 refusing fresh refused x9 k7";
+        assert_eq!(
+            merged(&mut lexer, text, &BTreeSet::new()),
+            reference(text, &BTreeSet::new())
+        );
+        assert_eq!(
+            lexer.vector(text, &BTreeSet::new()),
+            "'fresh':1,4 'k7':7 'refus':3,5 'x9':2,6"
+        );
     }
 
     #[test]

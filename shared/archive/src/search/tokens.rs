@@ -20,34 +20,55 @@ const MAX_PATH_SUFFIXES: usize = 6;
 /// Characters that end a token in running text (whitespace, quotes, brackets, separators). Not
 /// `<` and `>`: a type (`Arc<Mutex<State>>`, `Vec<u8>`) is one token.
 pub fn is_boundary(c: char) -> bool {
-    c.is_whitespace()
-        || matches!(
-            c,
-            '"' | '\''
-                | '`'
-                | '('
-                | ')'
-                | '['
-                | ']'
-                | '{'
-                | '}'
-                | ','
-                | ';'
-                | '='
-                | '|'
-                | '&'
-                | '*'
-                | '!'
-                | '?'
-                | '#'
-                | '$'
-                | '%'
-                | '^'
-                | '~'
-                | '+'
-                | '@'
-        )
+    match u8::try_from(c) {
+        Ok(b) if b.is_ascii() => ASCII_BOUNDARIES[usize::from(b)],
+        _ => c.is_whitespace(),
+    }
 }
+
+/// [`is_boundary`] of each ASCII character, looked up (every character of a transcript is asked).
+const ASCII_BOUNDARIES: [bool; 128] = {
+    let mut table = [false; 128];
+    let mut i = 0;
+    while i < 128 {
+        // `char::is_whitespace` in ASCII: tab, line feed, vertical tab, form feed, return, space.
+        table[i] = matches!(
+            i as u8,
+            b'\t'
+                | b'\n'
+                | 0x0b
+                | 0x0c
+                | b'\r'
+                | b' '
+                | b'"'
+                | b'\''
+                | b'`'
+                | b'('
+                | b')'
+                | b'['
+                | b']'
+                | b'{'
+                | b'}'
+                | b','
+                | b';'
+                | b'='
+                | b'|'
+                | b'&'
+                | b'*'
+                | b'!'
+                | b'?'
+                | b'#'
+                | b'$'
+                | b'%'
+                | b'^'
+                | b'~'
+                | b'+'
+                | b'@'
+        );
+        i += 1;
+    }
+    table
+};
 
 /// The token with what usually trails or leads it in prose taken off (`main.rs.` → `main.rs`).
 pub fn trim_token(t: &str) -> &str {
@@ -57,7 +78,24 @@ pub fn trim_token(t: &str) -> &str {
 
 /// Whether `t` (already trimmed) is a code token.
 pub fn is_code_token(t: &str) -> bool {
-    if t.len() < 2 || t.len() > MAX_CODE_TOKEN_BYTES || t.contains(is_boundary) {
+    if t.len() < 2 || t.len() > MAX_CODE_TOKEN_BYTES {
+        return false;
+    }
+    // Prose, decided in one pass (most tokens): ASCII letters, lower-case after the first.
+    let (first, rest) = t.as_bytes().split_at(1);
+    if first[0].is_ascii_alphabetic() && rest.iter().all(u8::is_ascii_lowercase) {
+        return false;
+    }
+    if t.is_ascii() {
+        ascii_code_token(t.as_bytes())
+    } else {
+        code_token(t)
+    }
+}
+
+/// [`is_code_token`]'s rule for any text.
+fn code_token(t: &str) -> bool {
+    if t.contains(is_boundary) {
         return false;
     }
     if let Some(flag) = t.strip_prefix("--").or_else(|| t.strip_prefix('-')) {
@@ -80,6 +118,32 @@ pub fn is_code_token(t: &str) -> bool {
     let capital_inside = inner.chars().any(char::is_uppercase)
         && t.chars().filter(|c| c.is_alphabetic()).count() >= 3;
     separated || mixed || capital_inside
+}
+
+/// [`code_token`] for ASCII text, in one pass over its bytes.
+fn ascii_code_token(t: &[u8]) -> bool {
+    let (mut letters, mut digits, mut separated, mut capital_inside) =
+        (0usize, false, false, false);
+    for (i, b) in t.iter().enumerate() {
+        if ASCII_BOUNDARIES[usize::from(*b)] {
+            return false;
+        }
+        letters += usize::from(b.is_ascii_alphabetic());
+        digits |= b.is_ascii_digit();
+        separated |= matches!(b, b'_' | b'/' | b'\\') || (i > 0 && matches!(b, b'.' | b':'));
+        capital_inside |= i > 0 && b.is_ascii_uppercase();
+    }
+    let flag = t.strip_prefix(b"--").or_else(|| t.strip_prefix(b"-"));
+    if let Some(flag) = flag {
+        return flag.first().is_some_and(u8::is_ascii_alphabetic);
+    }
+    if !(t[0].is_ascii_alphanumeric() || matches!(t[0], b'_' | b'/' | b'.' | b'\\')) {
+        return false;
+    }
+    if letters == 0 {
+        return separated && digits;
+    }
+    separated || digits || (capital_inside && letters >= 3)
 }
 
 /// The code lexemes of `text`: each code token lower-cased, with its path suffixes and its
@@ -141,6 +205,78 @@ pub fn quoted_lexeme(t: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_boundary_table_is_the_rule_for_every_character() {
+        let rule = |c: char| {
+            c.is_whitespace()
+                || matches!(
+                    c,
+                    '"' | '\''
+                        | '`'
+                        | '('
+                        | ')'
+                        | '['
+                        | ']'
+                        | '{'
+                        | '}'
+                        | ','
+                        | ';'
+                        | '='
+                        | '|'
+                        | '&'
+                        | '*'
+                        | '!'
+                        | '?'
+                        | '#'
+                        | '$'
+                        | '%'
+                        | '^'
+                        | '~'
+                        | '+'
+                        | '@'
+                )
+        };
+        for c in (0..0x3100).filter_map(char::from_u32) {
+            assert_eq!(is_boundary(c), rule(c), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn the_ascii_pass_decides_as_the_rule_does() {
+        let alphabet = b"aZ09_/.:\\-x\" (Q";
+        let mut seed = 34u64;
+        for _ in 0..200_000 {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let len = 1 + (seed >> 60) as usize;
+            let token: Vec<u8> = (0..len)
+                .map(|i| alphabet[((seed >> (i * 4 % 56)) as usize) % alphabet.len()])
+                .collect();
+            let t = std::str::from_utf8(&token).unwrap_or_default();
+            if t.len() >= 2 {
+                assert_eq!(ascii_code_token(&token), code_token(t), "{t:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn prose_words_are_not_code_whatever_their_first_letter() {
+        for w in ["the", "Connection", "refused", "Zz", "a", "I"] {
+            assert!(!is_code_token(w), "{w}");
+        }
+        for w in [
+            "ECONNREFUSED",
+            "HashMap",
+            "v2",
+            "snake_case",
+            "--flag",
+            "Ab1",
+        ] {
+            assert!(is_code_token(w), "{w}");
+        }
+    }
 
     #[test]
     fn code_tokens_are_the_ones_a_dictionary_would_stem_or_split() {
