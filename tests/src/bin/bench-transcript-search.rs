@@ -224,7 +224,6 @@ async fn provision_orgs(db: &TestDb, n: usize) -> Vec<Org> {
     out
 }
 
-/// Every org's sessions, uploaded; the decoded bytes and each complete's latency (sorted).
 /// What [`upload_all`] sent.
 struct Uploaded {
     decoded: u64,
@@ -234,6 +233,8 @@ struct Uploaded {
     prepare: Duration,
 }
 
+/// Every org's sessions, uploaded; the decoded bytes, each complete's latency (sorted) and the
+/// time the rows' preparation took.
 async fn upload_all(state: &IngestState, orgs: &[Org], args: &Args) -> Uploaded {
     let mut r = Rng(args.seed);
     let sessions = args.lines.div_ceil(args.session_lines);

@@ -57,10 +57,9 @@ async fn a_transaction_dropped_while_its_begin_is_in_flight_leaves_no_transactio
     for round in 0..20 {
         let mut conn = pool.acquire().await.expect("acquire");
         {
-            let begin = pin!(sqlx::Connection::begin(&mut *conn));
+            let mut begin = pin!(sqlx::Connection::begin(&mut *conn));
             // Polled once: BEGIN is written and the answer not yet read; then dropped.
             let mut cx = Context::from_waker(Waker::noop());
-            let mut begin = begin;
             if let Poll::Ready(tx) = begin.as_mut().poll(&mut cx) {
                 drop(tx);
             }

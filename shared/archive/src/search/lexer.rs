@@ -170,8 +170,9 @@ pub struct Lexer {
     ids: HashMap<Box<str>, u32, RandomState>,
     names: Vec<(u64, Box<str>)>,
     /// The lexemes of the row being made once [`MAX_REMEMBERED`] are known, numbered from
-    /// [`FIRST_ROW_ID`] (forgotten with the row).
+    /// [`FIRST_ROW_ID`] (forgotten with the row), and each one's number.
     row_names: Vec<(u64, String)>,
+    row_ids: HashMap<String, u32, RandomState>,
     /// The row being made: each word's lexeme number and position.
     row: Vec<(u32, u16)>,
 }
@@ -184,6 +185,7 @@ impl Default for Lexer {
             ids: HashMap::default(),
             names: Vec::new(),
             row_names: Vec::new(),
+            row_ids: HashMap::default(),
             row: Vec::new(),
         }
     }
@@ -226,9 +228,14 @@ impl Lexer {
             self.names.push((sort_key(&lexeme), lexeme.as_str().into()));
             self.ids.insert(lexeme.into(), id);
             id
+        } else if let Some(id) = self.row_ids.get(lexeme.as_str()) {
+            *id
         } else {
-            self.row_names.push((sort_key(&lexeme), lexeme));
-            FIRST_ROW_ID + u32::try_from(self.row_names.len() - 1).unwrap_or(0)
+            // A row is one part of at most 16 KiB: far fewer lexemes than u32 numbers.
+            let id = FIRST_ROW_ID + u32::try_from(self.row_names.len()).unwrap_or(0);
+            self.row_names.push((sort_key(&lexeme), lexeme.clone()));
+            self.row_ids.insert(lexeme, id);
+            id
         }
     }
 
@@ -260,6 +267,7 @@ impl Lexer {
     /// vector's lexemes.
     fn lexemes(&mut self, text: &str, codes: &BTreeSet<String>, mut f: impl FnMut(&str, &[u16])) {
         self.row_names.clear();
+        self.row_ids.clear();
         let mut row = std::mem::take(&mut self.row);
         row.clear();
         for (pos, lexeme) in self.words(text) {
@@ -280,19 +288,11 @@ impl Lexer {
                 .then_with(|| a.1.as_bytes().cmp(b.1.as_bytes()))
         });
         let mut codes = lowered(codes).into_iter().peekable();
-        let mut all: Vec<u16> = Vec::new();
         let mut positions: Vec<u16> = Vec::with_capacity(MAX_POSITIONS);
-        let mut groups = groups.into_iter().peekable();
-        while let Some(((_, lexeme), words)) = groups.next() {
-            all.clear();
-            all.extend(words.iter().map(|(_, pos)| *pos));
-            // A lexeme numbered twice (past MAX_REMEMBERED, once per word that made it): one.
-            while let Some((_, more)) = groups.next_if(|((_, next), _)| *next == lexeme) {
-                all.extend(more.iter().map(|(_, pos)| *pos));
-                all.sort_unstable();
-            }
+        // One number per lexeme, so one group per lexeme, its positions ascending.
+        for ((_, lexeme), words) in groups {
             positions.clear();
-            for pos in &all {
+            for (_, pos) in words {
                 if positions.len() < MAX_POSITIONS && positions.last() != Some(pos) {
                     positions.push(*pos);
                 }
@@ -392,10 +392,10 @@ fn lowered(codes: &BTreeSet<String>) -> Vec<Cow<'_, str>> {
     let mut out: Vec<Cow<'_, str>> = codes
         .iter()
         .map(|c| {
-            if c.chars().any(char::is_uppercase) {
-                Cow::Owned(c.to_lowercase())
-            } else {
+            if c.chars().all(|ch| ch.to_lowercase().eq([ch])) {
                 Cow::Borrowed(c.as_str())
+            } else {
+                Cow::Owned(c.to_lowercase())
             }
         })
         .collect();
@@ -507,7 +507,7 @@ mod tests {
             &[],
             &["src/main.rs", "econnrefused", "main.rs"],
             // Not lower-cased yet, one the same as a word's lexeme, one sorting first.
-            &["Src/Main.rs", "TLS", "connect", "0x1f", "zz"],
+            &["Src/Main.rs", "TLS", "connect", "0x1f", "zz", "\u{1c5}x"],
             &["a\0b", "refus"],
         ];
         let mut lexer = Lexer::default();
@@ -531,6 +531,12 @@ mod tests {
         lexer.vector(&known, &BTreeSet::new());
         assert_eq!(lexer.names.len(), MAX_REMEMBERED);
         let text = "fresh x9 refusing fresh refused x9 k7";
+        let repeated = "fresh refusing ".repeat(4_000);
+        assert_eq!(
+            merged(&mut lexer, &repeated, &BTreeSet::new()),
+            reference(&repeated, &BTreeSet::new()),
+            "a lexeme the lexer does not remember, repeated, is one lexeme with its first positions"
+        );
         assert_eq!(
             merged(&mut lexer, text, &BTreeSet::new()),
             reference(text, &BTreeSet::new())

@@ -137,7 +137,10 @@ fn ascii_code_token(t: &[u8]) -> bool {
     if let Some(flag) = flag {
         return flag.first().is_some_and(u8::is_ascii_alphabetic);
     }
-    if !(t[0].is_ascii_alphanumeric() || matches!(t[0], b'_' | b'/' | b'.' | b'\\')) {
+    let Some(first) = t.first() else {
+        return false;
+    };
+    if !(first.is_ascii_alphanumeric() || matches!(first, b'_' | b'/' | b'.' | b'\\')) {
         return false;
     }
     if letters == 0 {
