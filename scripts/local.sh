@@ -82,13 +82,17 @@ target_dir=$(cargo metadata --format-version 1 --no-deps |
 # One build, with cargo's progress on the terminal (the first one takes minutes). Always with
 # --workspace: features are then resolved for the whole workspace, exactly as for
 # `cargo run --bin <function>` (what `cargo lambda watch` runs on a function's first request),
-# `cargo run --bin syncplane-agent` and scripts/test.sh's `cargo build --workspace --bins`, so
+# `cargo run --bin syncplane-agent` and scripts/test.sh's `cargo build --workspace --bins` (the
+# webhook's and the tick's inline-jobs feature aside, which changes only those two binaries), so
 # they all reuse these artifacts. `-p <package>` would resolve them for that package alone and
 # rebuild much of the dependency graph (issue 21 point 2).
 bins=(--bin syncplane)
+# The webhook and the tick run their jobs inline only with their `inline-jobs` feature (deployed,
+# they queue them and link no engine): `cargo lambda watch` gets the same features below.
+inline_jobs=webhook/inline-jobs,tick/inline-jobs
 if [ "$mode" = watch ]; then
   # The functions too, so the first request does not wait for a build.
-  bins+=(--bin webhook --bin sync-api --bin ingest --bin tick --bin worker)
+  bins+=(--bin webhook --bin sync-api --bin ingest --bin tick --bin worker --features "$inline_jobs")
 fi
 if [ -n "$no_app" ]; then
   # The demo's fake GitHub is no product binary: it is built only here, behind its feature.
@@ -173,5 +177,5 @@ fi
 if [ "$mode" = serve ]; then
   "$syncplane" serve --addr "$serve_addr"
 else
-  cargo lambda watch -A "$serve_host" -P "$serve_port"
+  cargo lambda watch -A "$serve_host" -P "$serve_port" --features "$inline_jobs"
 fi

@@ -28,8 +28,10 @@ trap finish EXIT
 
 bash scripts/services.sh >/dev/null
 # The process-level tests (logging, secrets in logs) run the real binaries: build them first.
-# The same build as scripts/local.sh and `cargo run --bin ...`: one set of artifacts.
-cargo build --workspace --bins --locked
+# The same build as scripts/local.sh and `cargo run --bin ...`: one set of artifacts. The webhook
+# and the tick as a local run builds them, able to run jobs inline (their `inline-jobs` feature,
+# which `cargo lambda watch` gets too; deployed, they queue them and link no engine).
+cargo build --workspace --bins --locked --features webhook/inline-jobs,tick/inline-jobs
 target_dir=$(cargo metadata --format-version 1 --no-deps |
   python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')
 # DATABASE_URL usable (a missing database created); its one line is shown only when it is not.

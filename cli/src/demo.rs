@@ -12,6 +12,7 @@
 //! `remove` deletes the demo org with everything it holds (users, targets, tokens, sessions,
 //! transcripts, the transcript objects first) and the demo repositories with their documents.
 
+use shared::worker::TenantWorkspace;
 use std::io::Write;
 use std::process::ExitCode;
 

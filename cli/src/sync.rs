@@ -4,6 +4,7 @@
 //! from its stored row when it has a healthy one, so an unchanged repository costs one conditional
 //! request (issue 21 point 17); the summary counts repositories, not passes (point 18).
 
+use shared::worker::TenantWorkspace;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};

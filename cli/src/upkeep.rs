@@ -7,6 +7,7 @@
 //! free are marked failed. Drain (spec `drainSyncRequests`): every repository with a waiting rerun
 //! marker is synced, in one run recorded only when something waits.
 
+use shared::worker::TenantWorkspace;
 use std::io::Write;
 use std::process::ExitCode;
 

@@ -13,5 +13,7 @@ pub use syncplane_core::{
 pub use syncplane_engine::{status, sync};
 pub use syncplane_github as github;
 pub use syncplane_ingest as ingest;
+pub use syncplane_jobs as jobs;
+pub use syncplane_jobs::{app, scheduler, tenants};
 pub use syncplane_webhook as webhook;
-pub use syncplane_worker::{app, jobs, scheduler, tenants, worker};
+pub use syncplane_worker as worker;

@@ -18,7 +18,8 @@ pub const CRATE_LAYERS: &[&[&str]] = &[
         "syncplane-archive",
         "syncplane-accounts",
     ],
-    &["syncplane-engine"],
+    &["syncplane-runs"],
+    &["syncplane-jobs", "syncplane-engine"],
     &["syncplane-worker"],
     &["syncplane-ingest", "syncplane-api", "syncplane-webhook"],
     &[
@@ -29,23 +30,47 @@ pub const CRATE_LAYERS: &[&[&str]] = &[
 
 /// What each Lambda function may depend on of the workspace: its surface's crate and what that
 /// stands on, nothing else (the ingest function builds without the engine or the GitHub client).
+/// The webhook and the tick list the worker as an optional dependency, behind their
+/// `inline-jobs` feature ([`INLINE_JOBS`]): by default they build without it and the engine.
 pub const FUNCTION_SURFACES: &[(&str, &[&str])] = &[
     ("ingest", &["syncplane-core", "syncplane-ingest"]),
     (
         "webhook",
-        &["syncplane-core", "syncplane-worker", "syncplane-webhook"],
+        &[
+            "syncplane-core",
+            "syncplane-jobs",
+            "syncplane-webhook",
+            "syncplane-worker",
+        ],
     ),
     (
         "sync-api",
-        &["syncplane-core", "syncplane-worker", "syncplane-api"],
+        &[
+            "syncplane-core",
+            "syncplane-jobs",
+            "syncplane-worker",
+            "syncplane-api",
+        ],
     ),
-    ("tick", &["syncplane-core", "syncplane-worker"]),
+    (
+        "tick",
+        &["syncplane-core", "syncplane-jobs", "syncplane-worker"],
+    ),
     (
         "worker",
-        &["syncplane-core", "syncplane-engine", "syncplane-worker"],
+        &[
+            "syncplane-core",
+            "syncplane-engine",
+            "syncplane-jobs",
+            "syncplane-worker",
+        ],
     ),
     ("migrate", &["syncplane-core", "syncplane-accounts"]),
 ];
+
+/// The functions that only submit jobs: by default they build without the worker and the engine
+/// (deployed, they queue every job); their `inline-jobs` feature adds the worker for local runs.
+pub const INLINE_JOBS: &[&str] = &["webhook", "tick"];
 
 /// One workspace crate: its package name, its manifest (as displayed) and the workspace crates
 /// it depends on (`[dependencies]` and `[build-dependencies]`; dev-dependencies build tests only).
@@ -149,6 +174,15 @@ pub fn unlayered(manifests: &[Manifest], layers: &[&[&str]]) -> Vec<String> {
 /// Every package `package` builds with, its dependencies' dependencies included (normal
 /// dependencies, this machine's platform): `cargo tree`, offline, from the lock file.
 pub fn resolved_packages(root: &Path, package: &str) -> anyhow::Result<Vec<String>> {
+    resolved_packages_with(root, package, &[])
+}
+
+/// [`resolved_packages`] with `features` of `package` turned on.
+pub fn resolved_packages_with(
+    root: &Path,
+    package: &str,
+    features: &[&str],
+) -> anyhow::Result<Vec<String>> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let out = std::process::Command::new(cargo)
         .current_dir(root)
@@ -164,6 +198,8 @@ pub fn resolved_packages(root: &Path, package: &str) -> anyhow::Result<Vec<Strin
             "none",
             "--format",
             "{p}",
+            "--features",
+            &features.join(","),
         ])
         .output()?;
     anyhow::ensure!(

@@ -37,9 +37,9 @@ use http::StatusCode;
 use shared::app::AppState;
 use shared::config::{Config, JobsBackend};
 use shared::ingest::IngestState;
+use shared::jobs::tick::TickFunction;
 use shared::schema::SchemaGuard;
 use shared::worker::expire::TranscriptArchive;
-use shared::worker::tick::TickFunction;
 
 use routes::Function;
 
@@ -72,7 +72,7 @@ impl Functions {
 
     /// As `functions/{webhook,sync-api,ingest}/src/main.rs` build theirs (pools connect lazily).
     pub async fn from_config(config: &Config) -> anyhow::Result<Self> {
-        let app = AppState::from_config(config, shared::db::DEFAULT_POOL_SIZE).await?;
+        let app = shared::worker::app_state(config, shared::db::DEFAULT_POOL_SIZE).await?;
         let tenant = config
             .tenants
             .first()
@@ -195,10 +195,14 @@ pub fn spawn_scheduler(
         return None;
     }
     Some(tokio::spawn(async move {
-        let mut tick = TickFunction::with_queue(None);
-        if let Some(archive) = archive {
-            tick = tick.with_archive(archive);
-        }
+        let tick = TickFunction::with_queue(None);
+        let tick = match archive {
+            Some(archive) => tick.with_archive(
+                archive.tenant.clone(),
+                shared::worker::runner_with_archive(Some(archive)),
+            ),
+            None => tick.with_inline(shared::worker::runner()),
+        };
         let mut every = tokio::time::interval(TICK_INTERVAL);
         every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {

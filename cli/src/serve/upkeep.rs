@@ -9,6 +9,7 @@
 //! stays the same ([`Said`]; issue 21 point 6): a local run without an App says so once, at
 //! start, not every minute, and a database that stays down is one warning, not one a minute.
 
+use shared::worker::TenantWorkspace;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

@@ -8,12 +8,12 @@
 use lambda_http::Error;
 use syncplane_core::schema::SchemaGuard;
 use syncplane_core::start::for_process;
-use syncplane_worker::app::AppState;
+use syncplane_jobs::app::AppState;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let config = syncplane_core::start::function().await;
-    let state = AppState::for_lambda(&config).await;
+    let state = AppState::for_lambda(&config, Some(&syncplane_worker::runner())).await;
     let schema = for_process(SchemaGuard::default());
     syncplane_core::runtime::serve_http(Box::new(move |req| {
         Box::pin(syncplane_api::serve(state, schema, req))

@@ -7,12 +7,13 @@
 use lambda_http::Error;
 use syncplane_core::schema::SchemaGuard;
 use syncplane_core::start::{OrExit, for_process};
-use syncplane_worker::app::AppState;
+use syncplane_jobs::adapter::InlineRunner;
+use syncplane_jobs::app::AppState;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let config = syncplane_core::start::function().await;
-    let state = AppState::for_lambda(&config).await;
+    let state = AppState::for_lambda(&config, inline_jobs().as_ref()).await;
     state
         .default_pool()
         .or_exit("configuration error: no tenant configured (DATABASE_URL or TENANTS_FILE)");
@@ -21,4 +22,13 @@ async fn main() -> Result<(), Error> {
         Box::pin(syncplane_webhook::serve(state, schema, req))
     }))
     .await
+}
+
+/// The runner of inline jobs: the worker's with the `inline-jobs` feature (local runs), none
+/// without it (deployed: `JOBS_BACKEND=sqs`; `inline` is then refused at start, in one line).
+fn inline_jobs() -> Option<InlineRunner> {
+    #[cfg(feature = "inline-jobs")]
+    return Some(syncplane_worker::runner());
+    #[cfg(not(feature = "inline-jobs"))]
+    None
 }

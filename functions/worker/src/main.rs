@@ -1,7 +1,7 @@
 //! Thin Lambda entry point for the worker (SQS event source with `ReportBatchItemFailures`):
 //! logging, configuration, the tenants and the jobs adapter built once, then per batch (in the runtime loop built once in
 //! `syncplane_core::runtime`)
-//! `syncplane_worker::worker::Worker::serve`: the schema check (a tenant whose database is behind this build
+//! `syncplane_worker::Worker::serve`: the schema check (a tenant whose database is behind this build
 //! has its jobs put back on the queue with a delay, unrun, with one log line), then the jobs. With
 //! `TRANSCRIPT_BUCKET` it also completes uploads from the bucket's notifications and runs the
 //! archive's retention (`transcripts.expire`).
@@ -11,9 +11,9 @@ use std::sync::Arc;
 use lambda_runtime::Error;
 use syncplane_core::start::{OrExit, for_process};
 use syncplane_engine::sync::workspace::RunOptions;
-use syncplane_worker::tenants::Tenants;
-use syncplane_worker::worker::Worker;
-use syncplane_worker::worker::expire::TranscriptArchive;
+use syncplane_jobs::tenants::Tenants;
+use syncplane_worker::Worker;
+use syncplane_worker::expire::TranscriptArchive;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -26,11 +26,14 @@ async fn main() -> Result<(), Error> {
         )
         .or_exit("configuration error: DATABASE_URL"),
     );
-    let jobs = syncplane_worker::worker::jobs_adapter(&config, tenants.clone()).await;
+    let runner = syncplane_worker::runner();
+    let jobs = syncplane_jobs::app::jobs_adapter(&config, tenants.clone(), Some(&runner))
+        .await
+        .or_exit("configuration error");
     let mut worker = Worker::new(tenants.clone(), jobs);
     // S3 notifications of the transcript bucket complete uploads whose `complete` was lost; the
     // tick's hourly `transcripts.expire` deletes from the same bucket what retention says is due.
-    if let Some(archive) = syncplane_worker::worker::s3_events::archive(&config, &tenants).await {
+    if let Some(archive) = syncplane_worker::s3_events::archive(&config, &tenants).await {
         if let Some(retention) = TranscriptArchive::first_tenant(&config, archive.store.clone()) {
             worker = worker.with_retention(retention);
         }

@@ -21,7 +21,8 @@ use crate::console;
 use syncplane_core::config::{TenantConfig, TenantId};
 use syncplane_core::http::{body_bytes, error_response, result_response, route_path};
 use syncplane_core::schema::SchemaGuard;
-use syncplane_worker::app::AppState;
+use syncplane_jobs::app::AppState;
+use syncplane_worker::TenantWorkspace;
 
 pub const SYNC_PATH: &str = "/api/sync";
 pub(crate) const REPOS_PATH: &str = "/api/repos";

@@ -20,10 +20,11 @@ use syncplane_engine::sync::removal;
 use syncplane_engine::sync::runs::Trigger;
 use syncplane_engine::sync::workspace::Workspace;
 use syncplane_github::{GithubError, RepoInfo};
-use syncplane_worker::app::AppState;
-use syncplane_worker::jobs::adapter::{JobsAdapter, Submitted};
-use syncplane_worker::jobs::{Job, RepoRef};
-use syncplane_worker::tenants::TenantError;
+use syncplane_jobs::adapter::{JobsAdapter, Submitted};
+use syncplane_jobs::app::AppState;
+use syncplane_jobs::tenants::TenantError;
+use syncplane_jobs::{Job, RepoRef};
+use syncplane_worker::TenantWorkspace;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -180,7 +181,7 @@ async fn sync_everything(
 }
 
 fn queued(
-    submitted: Result<Submitted, syncplane_worker::jobs::sqs::SubmitError>,
+    submitted: Result<Submitted, syncplane_jobs::sqs::SubmitError>,
 ) -> Result<Value, ApiError> {
     match submitted {
         Ok(Submitted::Queued { message_id }) => {

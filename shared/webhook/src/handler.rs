@@ -17,9 +17,9 @@ use syncplane_core::http::{
     HttpError, body_bytes, error_response, header, result_response, route_path,
 };
 use syncplane_core::schema::SchemaGuard;
-use syncplane_worker::app::AppState;
-use syncplane_worker::jobs::Job;
-use syncplane_worker::jobs::adapter::Submitted;
+use syncplane_jobs::Job;
+use syncplane_jobs::adapter::Submitted;
+use syncplane_jobs::app::AppState;
 
 pub(crate) const WEBHOOK_PATH: &str = "/github/webhook";
 /// Longest delivery id or event name written to the logs (GitHub's ids are UUIDs).

@@ -1,6 +1,6 @@
 //! GitHub webhooks' endpoint ([`handler`]: tenant, [`signature`], installation, one
 //! `webhook.dispatch` job). The routing of verified deliveries is the worker's
-//! (`syncplane_worker::worker::routing`): it runs when the job runs.
+//! (`syncplane_worker::routing`): it runs when the job runs.
 //!
 //! Uses the floor (`syncplane_core`) and the worker (`app`, the jobs it submits).
 

@@ -124,7 +124,10 @@ async fn worker() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let jobs = shared::worker::jobs_adapter(&config, tenants.clone()).await;
+    let runner = shared::worker::runner();
+    let jobs = shared::app::jobs_adapter(&config, tenants.clone(), Some(&runner))
+        .await
+        .expect("jobs adapter");
     let worker = Worker::new(tenants, jobs);
     let queue_url = std::env::var("SQS_QUEUE_URL").unwrap_or_default();
     let queue = Queue::open(&queue_url);

@@ -15,6 +15,7 @@
 //! ways: changed row versions (xmin) of the sync tables and the token table, and the inserts,
 //! updates and deletes `pg_stat_user_tables` counted.
 
+use shared::worker::TenantWorkspace;
 use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -232,7 +232,7 @@ async fn start_server(db: &TestDb, dir: &std::path::Path, pool_size: u32) -> Str
     let url = db.url().expose().to_owned();
     let config = shared::config::from_lookup(|k| (k == "DATABASE_URL").then(|| url.clone()))
         .expect("configuration");
-    let app = shared::app::AppState::from_config(&config, 2)
+    let app = shared::worker::app_state(&config, 2)
         .await
         .expect("app state");
     let pool = shared::db::connect(&db.url(), pool_size)

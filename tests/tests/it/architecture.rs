@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use syncplane_tests::crates::{
-    CRATE_LAYERS, FUNCTION_SURFACES, layer_of, manifests, resolved_packages, unlayered,
-    upward_dependencies,
+    CRATE_LAYERS, FUNCTION_SURFACES, INLINE_JOBS, layer_of, manifests, resolved_packages,
+    resolved_packages_with, unlayered, upward_dependencies,
 };
 use syncplane_tests::imports::{Analysis, CORE_LAYERS, Cycle, read_sources, workspace_crates};
 
@@ -259,7 +259,7 @@ fn a_planted_upward_dependency_is_caught() {
         .map(ToString::to_string)
         .collect();
     for expected in [
-        "shared/core/Cargo.toml: syncplane-core (layer 2) depends on syncplane-engine (layer 4)",
+        "shared/core/Cargo.toml: syncplane-core (layer 2) depends on syncplane-engine (layer 5)",
         "shared/github/Cargo.toml: syncplane-github (layer 3) depends on syncplane-archive (layer 3)",
     ] {
         assert!(
@@ -312,5 +312,33 @@ fn the_ingest_function_builds_without_the_engine_the_github_client_or_sqs() {
             !built.iter().any(|p| p == absent),
             "the ingest function builds {absent}"
         );
+    }
+}
+
+/// Issue 33: a function that only submits jobs (the webhook, the tick) builds without the worker,
+/// the engine and the document pipeline, so an engine change relinks it no more; its
+/// `inline-jobs` feature (local runs) brings the worker back.
+#[test]
+fn the_webhook_and_tick_functions_build_without_the_engine_unless_they_run_jobs_inline() {
+    for function in INLINE_JOBS {
+        let built = resolved_packages(&root(), function).expect("cargo tree");
+        assert!(
+            built.iter().any(|p| p == "syncplane-jobs"),
+            "{function}: the tree lists the jobs: {built:?}"
+        );
+        for absent in ["syncplane-engine", "syncplane-worker", "comrak", "ammonia"] {
+            assert!(
+                !built.iter().any(|p| p == absent),
+                "the {function} function builds {absent}"
+            );
+        }
+        let inline =
+            resolved_packages_with(&root(), function, &["inline-jobs"]).expect("cargo tree");
+        for present in ["syncplane-worker", "syncplane-engine"] {
+            assert!(
+                inline.iter().any(|p| p == present),
+                "{function} with inline-jobs builds {present}: {inline:?}"
+            );
+        }
     }
 }

@@ -648,7 +648,7 @@ fn every_relative_link_of_the_readme_and_docs_resolves_inside_the_repository() {
 
 /// Event names the webhook's routing matches on (`("push", _) => ...` arms of its `match`).
 fn routed_events() -> BTreeSet<String> {
-    let source = read("shared/worker/src/worker/routing.rs");
+    let source = read("shared/worker/src/routing.rs");
     source
         .lines()
         .filter_map(|l| l.trim_start().strip_prefix("(\""))

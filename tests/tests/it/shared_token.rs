@@ -4,6 +4,7 @@
 //! unchanged repository costs one request"). Each "process" here is a separately built client
 //! with its own token cache; they share only the database.
 
+use shared::worker::TenantWorkspace;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;

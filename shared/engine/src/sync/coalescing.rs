@@ -6,33 +6,15 @@
 //! another pass if a request arrived meanwhile, at most `max_passes` per call. A pass that was
 //! aborted, lost its lock, or stopped the run leaves the marker for the next trigger.
 
-use chrono::{DateTime, Utc};
-use serde::Serialize;
-
 use crate::sync::failure::DATABASE_ERROR;
 use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::repository::{HeadRead, RepoOutcome, SyncError, sync_repository_from};
 use crate::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
 use crate::sync::workspace::Workspace;
+use chrono::{DateTime, Utc};
 use syncplane_github::{RepoInfo, Usage};
 
-/// What a request for one repository came to.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "outcome", rename_all = "camelCase")]
-pub enum RequestOutcome {
-    /// This call held the lock and ran `passes` passes in run `run_id`.
-    #[serde(rename_all = "camelCase")]
-    Synced {
-        run_id: i64,
-        passes: u32,
-        status: RunStatus,
-    },
-    /// Another sync holds the lock; the marker makes it run again for this request.
-    Coalesced,
-    /// The repository has no row (so no marker can be left) and its lock is busy: the caller
-    /// must retry (the manual API answers 409).
-    Busy,
-}
+pub use syncplane_runs::RequestOutcome;
 
 /// What a coalesced request is told. The holder runs at most `max_passes` passes per call; a
 /// request that arrives after its last pass keeps its marker until a drain syncs it (issue 12 §4).
@@ -287,7 +269,9 @@ async fn one_pass(
 /// The documents one pass wrote.
 fn add_content(counts: &mut RunCounts, outcome: &RepoOutcome) {
     match outcome {
-        RepoOutcome::Synced(c) | RepoOutcome::Failed { counts: c, .. } => counts.add_content(c),
+        RepoOutcome::Synced(c) | RepoOutcome::Failed { counts: c, .. } => {
+            crate::sync::runs::add_documents(counts, c)
+        }
         RepoOutcome::Unchanged | RepoOutcome::AlreadyCurrent { .. } => {}
     }
 }

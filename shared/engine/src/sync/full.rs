@@ -10,7 +10,6 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
-use serde::Serialize;
 
 use crate::sync::coalescing::{run_passes, stopped};
 use crate::sync::estate;
@@ -19,35 +18,11 @@ use crate::sync::lock::{HeldLock, repo_key};
 use crate::sync::persist::StoredInfo;
 use crate::sync::removal::{self, RemovalError, selected};
 use crate::sync::repository::{HeadRead, SyncError};
-use crate::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
+use crate::sync::runs::{Run, RunCounts, RunStatus, Trigger};
 use crate::sync::workspace::Workspace;
 use syncplane_github::RepoInfo;
 
-/// The end of a run, as callers report it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunReport {
-    pub run_id: i64,
-    pub status: RunStatus,
-    pub counts: RunCounts,
-    /// The stable code of what stopped the run, if anything did.
-    pub error: Option<String>,
-    /// When GitHub's rate limit stopped the run: the instant from which a retry can succeed.
-    pub retry_after: Option<DateTime<Utc>>,
-}
-
-impl RunReport {
-    /// The report of a run that ended with `status` (and `stop`, if something stopped it).
-    pub fn new(run_id: i64, status: RunStatus, counts: RunCounts, stop: Option<Stopped>) -> Self {
-        Self {
-            run_id,
-            status,
-            counts,
-            error: stop.map(|s| s.code.to_owned()),
-            retry_after: stop.and_then(|s| s.retry_after),
-        }
-    }
-}
+pub use syncplane_runs::RunReport;
 
 /// `syncAll`: one full run.
 pub async fn sync_all(ws: &Workspace, trigger: Trigger) -> Result<RunReport, sqlx::Error> {

@@ -16,7 +16,9 @@ use sqlx::PgPool;
 
 use crate::sync::failure::RepoFailure;
 use syncplane_core::config::SyncConfig;
-use syncplane_github::{GithubClient, GithubError, RepoInfo};
+use syncplane_github::{GithubClient, RepoInfo};
+
+pub use syncplane_runs::RemovalError;
 
 /// Why a repository is removed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -100,14 +102,6 @@ pub async fn apply_after_listing(
         }
     }
     Ok(removed)
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RemovalError {
-    #[error("run stopped by GitHub: {0}")]
-    RunStopped(GithubError),
-    #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
 }
 
 /// Delete one repository. With `listed_at`, the delete re-checks in its transaction that the

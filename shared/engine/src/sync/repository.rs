@@ -28,6 +28,8 @@ use crate::sync::selection::{self, PlannedFile, SelectionRules, SkipReason, Warn
 use syncplane_core::config::SyncConfig;
 use syncplane_github::{GithubClient, GithubError, HeadCheck, Probe, RepoInfo};
 
+pub use syncplane_runs::SyncError;
+
 /// What one repository sync did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RepoOutcome {
@@ -45,21 +47,6 @@ pub enum RepoOutcome {
         failure: RepoFailure,
         counts: persist::Counts,
     },
-}
-
-/// Errors that stop the caller's whole run (spec "Failure handling").
-#[derive(Debug, thiserror::Error)]
-pub enum SyncError {
-    #[error("run stopped by GitHub: {0}")]
-    RunStopped(#[source] GithubError),
-    #[error("database error: {0}")]
-    Database(#[from] sqlx::Error),
-}
-
-impl From<GithubError> for SyncError {
-    fn from(e: GithubError) -> Self {
-        Self::RunStopped(e)
-    }
 }
 
 /// The repository being synced and what every step of its sync uses.

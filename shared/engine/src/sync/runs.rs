@@ -2,141 +2,19 @@
 //! a run-level advisory lock for its whole duration (the reaper tells a live `running` row from
 //! one left by a dead process by that lock, never by the row's status).
 
-use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use sqlx::PgPool;
 
 use crate::sync::lock::{HeldLock, run_key};
 use crate::sync::persist::Counts;
 use crate::sync::workspace::Workspace;
 use syncplane_core::metrics::{Record, Unit};
-use syncplane_github::{GithubError, Usage};
+pub use syncplane_runs::{RunCounts, RunStatus, Stopped, Trigger};
 
-/// What started a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Trigger {
-    Webhook,
-    Manual,
-    Startup,
-    Schedule,
-}
-
-impl Trigger {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Webhook => "webhook",
-            Self::Manual => "manual",
-            Self::Startup => "startup",
-            Self::Schedule => "schedule",
-        }
-    }
-}
-
-/// How a run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RunStatus {
-    Success,
-    Partial,
-    Failed,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Success => "success",
-            Self::Partial => "partial",
-            Self::Failed => "failed",
-        }
-    }
-}
-
-/// The tallies a run records.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct RunCounts {
-    pub repos_synced: u32,
-    pub repos_unchanged: u32,
-    pub repos_failed: u32,
-    pub repos_removed: u32,
-    /// Unchanged repositories whose stored content was written by an earlier run recorded as
-    /// failed (its commit's reply was lost, or its process died after committing): the content
-    /// was already current, so that failure was not the last word (issue 12 §5).
-    pub repos_already_current: u32,
-    pub docs_added: u32,
-    pub docs_changed: u32,
-    pub docs_removed: u32,
-    /// Every GitHub request of the run (token exchanges included).
-    pub github_requests: u64,
-    pub github_rest_requests: u64,
-    pub github_graphql_requests: u64,
-    /// Units of the REST core budget spent (a 304 costs none).
-    pub github_rest_units: u64,
-    /// Points of the GraphQL budget spent.
-    pub github_graphql_points: u64,
-}
-
-impl RunCounts {
-    pub(crate) fn add_content(&mut self, c: &Counts) {
-        self.docs_added += c.added;
-        self.docs_changed += c.changed;
-        self.docs_removed += c.removed;
-    }
-    pub fn merge(&mut self, o: &RunCounts) {
-        self.repos_synced += o.repos_synced;
-        self.repos_unchanged += o.repos_unchanged;
-        self.repos_failed += o.repos_failed;
-        self.repos_removed += o.repos_removed;
-        self.repos_already_current += o.repos_already_current;
-        self.docs_added += o.docs_added;
-        self.docs_changed += o.docs_changed;
-        self.docs_removed += o.docs_removed;
-        self.github_requests += o.github_requests;
-        self.github_rest_requests += o.github_rest_requests;
-        self.github_graphql_requests += o.github_graphql_requests;
-        self.github_rest_units += o.github_rest_units;
-        self.github_graphql_points += o.github_graphql_points;
-    }
-
-    /// What the run spent on GitHub (the difference of two `GithubClient::usage` readings).
-    pub fn record_usage(&mut self, spent: &Usage) {
-        self.github_requests = spent.requests();
-        self.github_rest_requests = spent.rest_requests;
-        self.github_graphql_requests = spent.graphql_requests;
-        self.github_rest_units = spent.rest_units;
-        self.github_graphql_points = spent.graphql_points;
-    }
-}
-
-/// What stopped a run: its stable code and, when GitHub's rate limit stopped it, the instant
-/// from which a retry can succeed (GitHub's reset time, never upstream text).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stopped {
-    pub code: &'static str,
-    pub retry_after: Option<DateTime<Utc>>,
-}
-
-impl Stopped {
-    /// A stop with no retry time.
-    pub fn code(code: &'static str) -> Self {
-        Self {
-            code,
-            retry_after: None,
-        }
-    }
-
-    /// A stop caused by GitHub: a rate limit carries its retry time.
-    pub fn github(e: &GithubError) -> Self {
-        let retry_after = match e {
-            GithubError::RateLimited { retry_at, .. } => Some(*retry_at),
-            _ => None,
-        };
-        Self {
-            code: e.code(),
-            retry_after,
-        }
-    }
+/// The documents a pass wrote, added to a run's tallies.
+pub(crate) fn add_documents(counts: &mut RunCounts, c: &Counts) {
+    counts.docs_added += c.added;
+    counts.docs_changed += c.changed;
+    counts.docs_removed += c.removed;
 }
 
 /// A running run: its row and the lock that proves it is alive.

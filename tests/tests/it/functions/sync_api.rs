@@ -314,7 +314,9 @@ async fn with_the_queue_a_busy_repository_without_a_row_is_refused_before_queuei
         _ => None,
     })
     .unwrap();
-    st.jobs = shared::worker::jobs_adapter(&config, st.tenants.clone()).await;
+    st.jobs = shared::app::jobs_adapter(&config, st.tenants.clone(), None)
+        .await
+        .unwrap();
     let held = HeldLock::try_acquire(&w.db.pool, repo_key(id as i64))
         .await
         .unwrap()

@@ -10,10 +10,10 @@ use chrono::{DateTime, Utc};
 use shared::config::{Secret, SyncConfig, TenantConfig, TenantId};
 use shared::jobs::Job;
 use shared::jobs::adapter::JobsAdapter;
+use shared::jobs::tick::{TickFunction, run_tick, run_tick_with_retention};
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::RunOptions;
 use shared::tenants::Tenants;
-use shared::worker::tick::{TickFunction, run_tick, run_tick_with_retention};
 use sqlx::PgPool;
 use syncplane_tests::db::TestDb;
 
@@ -391,7 +391,7 @@ async fn a_tick_that_holds_the_archives_tenant_back_submits_no_expire_for_anothe
     second.id = TenantId::parse("second").unwrap();
     config.tenants.push(second);
     // As the tick function is built at start: the first tenant then holds the archive.
-    let function = TickFunction::new(&config).await;
+    let function = TickFunction::new(&config, None).await.unwrap();
     // The first tenant's schema is behind: the tick's configuration has lost it (held.rs).
     let mut held = config.clone();
     held.tenants.remove(0);

@@ -17,7 +17,7 @@ async fn state(database_url: &str) -> AppState {
         _ => None,
     })
     .unwrap();
-    AppState::from_config(&config, 2).await.unwrap()
+    shared::worker::app_state(&config, 2).await.unwrap()
 }
 
 /// `GET /api/health` as the function serves it (health first, then the schema check).

@@ -15,13 +15,13 @@ use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use serde_json::Value;
 use shared::config::{Config, TenantConfig, TenantId};
 use shared::jobs::Job;
+use shared::jobs::held::{JobsFunction, JobsSchema};
+use shared::jobs::tick::TickFunction;
 use shared::schema::check::build_version;
 use shared::schema::{SchemaBehind, migrate_locked};
 use shared::sync::workspace::RunOptions;
 use shared::tenants::Tenants;
 use shared::worker::Worker;
-use shared::worker::held::{JobsFunction, JobsSchema};
-use shared::worker::tick::TickFunction;
 use syncplane_tests::db::TestDb;
 use syncplane_tests::processes;
 
@@ -264,7 +264,7 @@ async fn with_a_queue_held_back_jobs_go_back_on_it_delayed_so_no_receive_is_spen
         batch.records.len() as u64,
         "every job back on the queue, delayed"
     );
-    assert_eq!(shared::worker::held::HELD_DELAY, Duration::from_secs(120));
+    assert_eq!(shared::jobs::held::HELD_DELAY, Duration::from_secs(120));
     assert!(!has_table(&behind, "sync_runs").await);
 }
 
@@ -298,6 +298,7 @@ async fn the_tick_skips_the_tenant_behind_ticks_the_others_and_fails() {
     assert_eq!(kept, ["other"]);
     // The others tick as usual (jobs inline here).
     let report = TickFunction::with_queue(None)
+        .with_inline(shared::worker::runner())
         .invoke(&config, chrono::Utc::now())
         .await
         .unwrap();

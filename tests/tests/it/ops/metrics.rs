@@ -9,6 +9,7 @@ use shared::sync::full::sync_all;
 use shared::sync::runs::Trigger;
 use shared::sync::workspace::RunOptions;
 use shared::tenants::Tenants;
+use shared::worker::TenantWorkspace;
 use syncplane_tests::{apigw, processes};
 
 use super::Env;

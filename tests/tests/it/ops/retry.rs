@@ -7,7 +7,6 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
-use shared::app::AppState;
 use shared::config::{SyncConfig, TenantId};
 use shared::sync::SyncError;
 use shared::sync::coalescing::{NoRowBusy, request_sync};
@@ -30,7 +29,7 @@ async fn api_run(e: &Env, id: i64) -> Value {
     let config =
         shared::config::from_lookup(|k| vars.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()))
             .unwrap();
-    let state = AppState::from_config(&config, 2).await.unwrap();
+    let state = shared::worker::app_state(&config, 2).await.unwrap();
     let bearer = format!("Bearer {TOKEN}");
     let req = apigw::request(
         "GET",

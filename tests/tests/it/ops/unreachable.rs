@@ -38,7 +38,7 @@ async fn app_state(url: &str) -> AppState {
         _ => None,
     })
     .unwrap();
-    AppState::from_config(&config, shared::db::DEFAULT_POOL_SIZE)
+    shared::worker::app_state(&config, shared::db::DEFAULT_POOL_SIZE)
         .await
         .unwrap()
 }

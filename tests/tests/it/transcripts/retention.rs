@@ -15,11 +15,11 @@ use shared::archive::store::Store;
 use shared::archive::store::s3::S3Store;
 use shared::config::{TenantConfig, TenantId};
 use shared::jobs::adapter::Submitted;
+use shared::jobs::tick::TickFunction;
 use shared::jobs::{Job, JobError, JobOutcome};
 use shared::sync::workspace::RunOptions;
 use shared::tenants::Tenants;
 use shared::worker::expire::TranscriptArchive;
-use shared::worker::tick::TickFunction;
 use shared::worker::{Verdict, Worker, inline, inline_with_archive};
 
 use super::support::{Env, env, lines, segment};
@@ -317,7 +317,7 @@ async fn serves_scheduler_runs_transcripts_expire_inline_on_its_ingest_store_hou
     let config = serve_config(&env);
     let now = chrono::Utc::now();
     // Without a store handed over (inline jobs): never submitted.
-    let bare = TickFunction::with_queue(None);
+    let bare = TickFunction::with_queue(None).with_inline(shared::worker::runner());
     assert!(
         !tick(&bare, &config, now)
             .await
@@ -325,10 +325,14 @@ async fn serves_scheduler_runs_transcripts_expire_inline_on_its_ingest_store_hou
     );
     assert_untouched(&env, &f).await;
 
-    let function = TickFunction::with_queue(None).with_archive(TranscriptArchive {
+    let archive = TranscriptArchive {
         tenant: config.tenants[0].id.clone(),
         store: env.state.transcripts.store.clone(),
-    });
+    };
+    let function = TickFunction::with_queue(None).with_archive(
+        archive.tenant.clone(),
+        shared::worker::runner_with_archive(Some(archive)),
+    );
     assert!(
         tick(&function, &config, now)
             .await

@@ -6,7 +6,7 @@ use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse};
 
 /// Name message `id` in `batchItemFailures`, so SQS redelivers it; `false` when it has no id
 /// (SQS always sets one) and cannot be named.
-pub(crate) fn name_for_redelivery(response: &mut SqsBatchResponse, id: Option<String>) -> bool {
+pub fn name_for_redelivery(response: &mut SqsBatchResponse, id: Option<String>) -> bool {
     let Some(id) = id.filter(|id| !id.is_empty()) else {
         return false;
     };

@@ -3,19 +3,27 @@
 //! A Lambda cannot work after it has answered, so deployed webhook and sync-api functions use `sqs`.
 //!
 //! The inline adapter runs jobs through a [`JobRunner`] it is given where the application is
-//! assembled (the worker's runner): the mailbox knows what a job is, not how one runs.
+//! assembled (the worker's runner, made by an [`InlineRunner`]): the mailbox knows what a job is,
+//! not how one runs.
 
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use super::job::{Job, JobError, JobOutcome};
-use super::sqs::{SqsAdapter, SubmitError};
+use crate::sqs::{SqsAdapter, SubmitError};
+use crate::tenants::Tenants;
+use crate::{Job, JobError, JobOutcome};
 
 /// What runs a job handed to the inline adapter.
 pub trait JobRunner: Send + Sync {
     fn run<'a>(&'a self, job: &'a Job) -> BoxFuture<'a, Result<JobOutcome, JobError>>;
 }
+
+/// Makes the inline adapter's runner over a process's tenants: the worker's
+/// (`syncplane_worker::runner`), handed over where a process is assembled. A function built
+/// without it (the webhook and the tick without their `inline-jobs` feature) runs no job in
+/// process and refuses `JOBS_BACKEND=inline` at its start ([`crate::app::AppError`]).
+pub type InlineRunner = Arc<dyn Fn(Arc<Tenants>) -> Arc<dyn JobRunner> + Send + Sync>;
 
 /// Where submitted jobs go.
 #[derive(Clone)]

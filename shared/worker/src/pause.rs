@@ -8,10 +8,10 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use crate::jobs::JobError;
-use crate::jobs::sqs::MAX_DELAY;
 use syncplane_engine::sync::repository::SyncError;
 use syncplane_github::GithubError;
+use syncplane_jobs::JobError;
+use syncplane_jobs::sqs::MAX_DELAY;
 
 /// Record that `installation_id` is paused until `retry_at`; an existing later pause is kept.
 /// Returns the pause now in force.

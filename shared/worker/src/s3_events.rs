@@ -27,13 +27,13 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::tenants::Tenants;
 use syncplane_accounts::gates;
 use syncplane_archive::search::index;
 use syncplane_archive::store::Store;
 use syncplane_archive::store::s3::S3Store;
 use syncplane_archive::{ArchiveError, files};
 use syncplane_core::config::Config;
+use syncplane_jobs::tenants::Tenants;
 
 /// Queued segments the worker indexes after each upload it completes (its own, and others'
 /// waiting).
@@ -130,7 +130,7 @@ impl Uploads for Archive {
 /// The archive the worker completes uploads in: with a transcript bucket (`TRANSCRIPT_BUCKET`),
 /// the S3 store on the FIRST tenant's database (the one the ingest function serves); `None`
 /// without a bucket (no notification can come). Its store is the one `transcripts.expire`
-/// deletes from too (`super::expire`).
+/// deletes from too (`crate::expire`).
 pub async fn archive(config: &Config, tenants: &Tenants) -> Option<Arc<Archive>> {
     config.transcripts.bucket.as_ref()?;
     let pool = tenants.pool(config.tenants.first()?.id.as_str())?.clone();

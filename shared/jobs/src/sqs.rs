@@ -8,10 +8,10 @@ use aws_sdk_sqs::config::{BehaviorVersion, Credentials, Region};
 use aws_sdk_sqs::error::DisplayErrorContext;
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 
-use super::job::Job;
+use crate::Job;
 
 /// SQS refuses a longer `DelaySeconds` (15 minutes).
-pub(crate) const MAX_DELAY: Duration = Duration::from_secs(900);
+pub const MAX_DELAY: Duration = Duration::from_secs(900);
 /// SQS's largest `SendMessageBatch`.
 const BATCH_SIZE: usize = 10;
 /// Region used with an emulator when the environment names none.

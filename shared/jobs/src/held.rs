@@ -26,9 +26,9 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use sqlx::postgres::PgConnectOptions;
 use sqlx::{ConnectOptions, PgPool};
 
-use super::redelivery::name_for_redelivery;
-use crate::jobs::Job;
-use crate::jobs::sqs::SqsAdapter;
+use crate::Job;
+use crate::redelivery::name_for_redelivery;
+use crate::sqs::SqsAdapter;
 use crate::tenants::Tenants;
 use syncplane_core::config::{Config, TenantConfig};
 use syncplane_core::schema::check::{

@@ -1,27 +1,28 @@
 //! Running one job against its tenant's workspace (spec "Jobs and tenants"): the job's tenant
 //! is looked up when it runs, and each kind calls into the engine (`syncplane_engine::sync`), the scheduler
 //! (a scheduled full sync takes the tenant's scheduler lock), the routing of a webhook delivery
-//! or the transcript archive's retention (`transcripts.expire`, [`super::expire`], given the
-//! archive with [`run_in`]). [`Runner`] is the inline adapter's runner, handed to it where the
-//! application is assembled ([`inline`], [`inline_with_archive`], [`jobs_adapter`]).
+//! or the transcript archive's retention (`transcripts.expire`, [`crate::expire`], given the
+//! archive with [`run_in`]). [`Runner`] is the inline adapter's runner, handed to it where a
+//! process is assembled ([`runner`], [`runner_with_archive`], [`inline`], [`app_state`]).
 
 use std::sync::Arc;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
 
-use super::expire::{self, TranscriptArchive};
-use super::routing;
-use crate::jobs::adapter::{JobRunner, JobsAdapter};
-use crate::jobs::sqs::SqsAdapter;
-use crate::jobs::{Job, JobError, JobOutcome};
-use crate::scheduler;
-use crate::tenants::Tenants;
-use syncplane_core::config::{Config, JobsBackend};
+use crate::expire::{self, TranscriptArchive};
+use crate::routing;
+use crate::scheduled::run_scheduled_full;
+use crate::workspace::TenantWorkspace;
+use syncplane_core::config::Config;
 use syncplane_engine::sync::coalescing::{NoRowBusy, RequestOutcome, request_sync};
 use syncplane_engine::sync::full::{drain_sync_requests, sync_all};
 use syncplane_engine::sync::reaper;
 use syncplane_engine::sync::runs::Trigger;
+use syncplane_jobs::adapter::{InlineRunner, JobRunner, JobsAdapter};
+use syncplane_jobs::app::{AppError, AppState};
+use syncplane_jobs::tenants::Tenants;
+use syncplane_jobs::{Job, JobError, JobOutcome};
 
 /// Run one job against its tenant's workspace, in a process without a transcript archive.
 pub async fn run(tenants: &Tenants, job: &Job) -> Result<JobOutcome, JobError> {
@@ -48,9 +49,7 @@ pub async fn run_in(
             let ws = tenants.workspace(tenant)?;
             let report = match trigger {
                 // Scheduled and startup runs take the tenant's scheduler lock and feed the schedule.
-                Trigger::Schedule | Trigger::Startup => {
-                    scheduler::run_scheduled_full(&ws, *trigger).await?
-                }
+                Trigger::Schedule | Trigger::Startup => run_scheduled_full(&ws, *trigger).await?,
                 _ => Some(sync_all(&ws, *trigger).await?),
             };
             Ok(JobOutcome::Run { report })
@@ -101,13 +100,28 @@ impl JobRunner for Runner {
     }
 }
 
+/// Makes the inline adapter's runner over a process's tenants (no transcript archive).
+pub fn runner() -> InlineRunner {
+    runner_with_archive(None)
+}
+
+/// Makes the inline adapter's runner with the transcript archive `transcripts.expire` runs in
+/// (`syncplane serve`'s scheduler: the store its ingest uses).
+pub fn runner_with_archive(archive: Option<TranscriptArchive>) -> InlineRunner {
+    Arc::new(move |tenants| {
+        Arc::new(Runner {
+            tenants,
+            archive: archive.clone(),
+        })
+    })
+}
+
 /// The inline adapter: jobs run in the submitting process, against `tenants`.
 pub fn inline(tenants: Arc<Tenants>) -> JobsAdapter {
     inline_with_archive(tenants, None)
 }
 
-/// The inline adapter with the transcript archive `transcripts.expire` runs in (`syncplane
-/// serve`'s scheduler: the store its ingest uses).
+/// The inline adapter with the transcript archive `transcripts.expire` runs in.
 pub fn inline_with_archive(
     tenants: Arc<Tenants>,
     archive: Option<TranscriptArchive>,
@@ -115,12 +129,8 @@ pub fn inline_with_archive(
     JobsAdapter::Inline(Arc::new(Runner { tenants, archive }))
 }
 
-/// The jobs adapter the configuration asks for (`JOBS_BACKEND`), built once per process.
-pub async fn jobs_adapter(config: &Config, tenants: Arc<Tenants>) -> JobsAdapter {
-    match &config.jobs {
-        JobsBackend::Inline => inline(tenants),
-        JobsBackend::Sqs { queue_url } => {
-            JobsAdapter::Sqs(SqsAdapter::from_env(queue_url, config.sqs_endpoint.as_deref()).await)
-        }
-    }
+/// The state of a process that runs its inline jobs itself (`syncplane serve`, the tests):
+/// [`AppState::from_config`] with this crate's [`runner`].
+pub async fn app_state(config: &Config, pool_size: u32) -> Result<AppState, AppError> {
+    AppState::from_config(config, pool_size, Some(&runner())).await
 }

@@ -10,7 +10,7 @@
 
 use chrono::{DateTime, Duration, Utc};
 
-use syncplane_engine::sync::runs::Trigger;
+use syncplane_runs::Trigger;
 
 /// Jitter bound: plus or minus 10 percent of the interval.
 pub(crate) const JITTER_FRACTION: f64 = 0.10;

@@ -5,12 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::tenants::TenantError;
 use syncplane_core::config::TenantId;
-use syncplane_engine::sync::coalescing::RequestOutcome;
-use syncplane_engine::sync::full::RunReport;
-use syncplane_engine::sync::removal;
-use syncplane_engine::sync::repository::SyncError;
-use syncplane_engine::sync::runs::Trigger;
 use syncplane_github::GithubError;
+use syncplane_runs::{RemovalError, RequestOutcome, RunReport, SyncError, Trigger};
 
 /// A repository named by a job: the GitHub id is the identity, the name finds it upstream.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -140,11 +136,11 @@ impl From<GithubError> for JobError {
     }
 }
 
-impl From<removal::RemovalError> for JobError {
-    fn from(e: removal::RemovalError) -> Self {
+impl From<RemovalError> for JobError {
+    fn from(e: RemovalError) -> Self {
         match e {
-            removal::RemovalError::RunStopped(g) => g.into(),
-            removal::RemovalError::Database(d) => Self::Database(d),
+            RemovalError::RunStopped(g) => g.into(),
+            RemovalError::Database(d) => Self::Database(d),
         }
     }
 }

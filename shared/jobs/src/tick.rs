@@ -13,18 +13,16 @@ use std::sync::{Arc, Mutex, PoisonError};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::expire::TranscriptArchive;
-use super::run::inline_with_archive;
-use crate::jobs::Job;
-use crate::jobs::adapter::{JobsAdapter, Submitted};
-use crate::jobs::sqs::SqsAdapter;
+use crate::Job;
+use crate::adapter::{InlineRunner, JobsAdapter, Submitted};
+use crate::app::AppError;
 use crate::scheduler;
 use crate::scheduler::rules;
+use crate::sqs::SqsAdapter;
 use crate::tenants::Tenants;
 use syncplane_core::config::{Config, JobsBackend, TenantId};
 use syncplane_core::db::DEFAULT_POOL_SIZE;
-use syncplane_engine::sync::runs::Trigger;
-use syncplane_engine::sync::workspace::RunOptions;
+use syncplane_runs::{RunOptions, Trigger};
 
 /// What one tick did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -163,50 +161,64 @@ async fn tick_tenant(
     report
 }
 
-/// The tick function's state kept across invocations: the queue client, the transcript archive
-/// (its tenant; for inline jobs its store too), and when this process last submitted
+/// The tick function's state kept across invocations: the queue client, or for inline jobs the
+/// runner's maker and the transcript archive's tenant, and when this process last submitted
 /// `transcripts.expire`. The configuration (and so the tenant list) is read again on every tick,
 /// so tenants that came or went are seen.
 pub struct TickFunction {
     queue: Option<SqsAdapter>,
     /// The first tenant of the configuration at start: the archive's, even on a tick whose
-    /// configuration lost it (its schema behind the build: `super::held`).
+    /// configuration lost it (its schema behind the build: `crate::held`).
     first_tenant: Option<TenantId>,
-    /// The archive inline jobs expire ([`TickFunction::with_archive`]).
-    archive: Option<TranscriptArchive>,
+    /// Makes the runner of inline jobs ([`TickFunction::with_inline`]).
+    inline: Option<InlineRunner>,
+    /// The tenant whose transcript archive inline jobs expire ([`TickFunction::with_archive`]).
+    archive_tenant: Option<TenantId>,
     /// When `transcripts.expire` was last handed over ([`rules::retention_due`]).
     last_expire: Mutex<Option<DateTime<Utc>>>,
 }
 
 impl TickFunction {
-    pub async fn new(config: &Config) -> Self {
+    /// The tick function of a process whose configuration at start is `config`; `inline` makes
+    /// the runner of inline jobs (none: `JOBS_BACKEND=inline` is [`AppError::NoInlineRunner`]).
+    pub async fn new(config: &Config, inline: Option<InlineRunner>) -> Result<Self, AppError> {
         let queue = match &config.jobs {
             JobsBackend::Sqs { queue_url } => {
                 Some(SqsAdapter::from_env(queue_url, config.sqs_endpoint.as_deref()).await)
             }
+            JobsBackend::Inline if inline.is_none() => return Err(AppError::NoInlineRunner),
             JobsBackend::Inline => None,
         };
-        Self {
+        Ok(Self {
             first_tenant: config.tenants.first().map(|t| t.id.clone()),
+            inline,
             ..Self::with_queue(queue)
-        }
+        })
     }
 
     pub fn with_queue(queue: Option<SqsAdapter>) -> Self {
         Self {
             queue,
             first_tenant: None,
-            archive: None,
+            inline: None,
+            archive_tenant: None,
             last_expire: Mutex::new(None),
         }
     }
 
-    /// Inline jobs (`syncplane serve`): the transcript archive (the first tenant and the store
-    /// its ingest uses), so the tick submits `transcripts.expire` and the inline runner runs it
-    /// there. Queued jobs need none: with `TRANSCRIPT_BUCKET` the worker holds the store.
-    pub fn with_archive(mut self, archive: TranscriptArchive) -> Self {
-        self.archive = Some(archive);
+    /// Inline jobs: `inline` makes their runner.
+    pub fn with_inline(mut self, inline: InlineRunner) -> Self {
+        self.inline = Some(inline);
         self
+    }
+
+    /// Inline jobs (`syncplane serve`) with a transcript archive: `tenant` holds it and `inline`
+    /// makes a runner that expires it (on the store its ingest uses), so the tick submits
+    /// `transcripts.expire` for that tenant. Queued jobs need none: with `TRANSCRIPT_BUCKET` the
+    /// worker holds the store.
+    pub fn with_archive(mut self, tenant: TenantId, inline: InlineRunner) -> Self {
+        self.archive_tenant = Some(tenant);
+        self.with_inline(inline)
     }
 
     /// The tenant to submit `transcripts.expire` for at `now`, when an archive is configured
@@ -218,7 +230,7 @@ impl TickFunction {
                 config.transcripts.bucket.as_ref()?;
                 (self.first_tenant.clone()).or_else(|| Some(config.tenants.first()?.id.clone()))?
             }
-            JobsBackend::Inline => self.archive.as_ref()?.tenant.clone(),
+            JobsBackend::Inline => self.archive_tenant.clone()?,
         };
         // A tenant held back (or gone) this tick: the next tick tries again.
         config.tenants.iter().find(|t| t.id == tenant)?;
@@ -252,7 +264,7 @@ impl TickFunction {
         &self,
         config: &Config,
         now: DateTime<Utc>,
-    ) -> Result<TickReport, sqlx::Error> {
+    ) -> Result<TickReport, AppError> {
         if !config.scheduler_enabled {
             tracing::info!("scheduler off (SYNC_SCHEDULER=0): tick does nothing");
             return Ok(TickReport {
@@ -273,7 +285,10 @@ impl TickFunction {
             (JobsBackend::Sqs { queue_url }, _) => JobsAdapter::Sqs(
                 SqsAdapter::from_env(queue_url, config.sqs_endpoint.as_deref()).await,
             ),
-            (JobsBackend::Inline, _) => inline_with_archive(tenants.clone(), self.archive.clone()),
+            (JobsBackend::Inline, _) => {
+                let make = self.inline.as_ref().ok_or(AppError::NoInlineRunner)?;
+                JobsAdapter::Inline(make(tenants.clone()))
+            }
         };
         let report = run_tick_with_retention(&tenants, &jobs, true, now, expire.as_ref()).await;
         if let Some(tenant) = &expire {

@@ -1,7 +1,8 @@
-//! The tenant registry (spec "Jobs and tenants"): the tenants of a process and their
-//! workspaces, built once (lazily connected pools, one GitHub client per installation, its token
-//! shared through the tenant's database) and reused across invocations. A leaf below the jobs,
-//! the worker and the HTTP surfaces, which all look tenants up here.
+//! The tenant registry (spec "Jobs and tenants"): the tenants of a process, built once (lazily
+//! connected pools, one GitHub client per installation, its token shared through the tenant's
+//! database) and reused across invocations. A leaf below the jobs, the worker and the HTTP
+//! surfaces, which all look tenants up here; the worker makes a tenant's engine workspace of
+//! what it finds here (`syncplane_worker::TenantWorkspace`).
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -10,8 +11,8 @@ use sqlx::PgPool;
 
 use syncplane_core::config::{Config, TenantConfig};
 use syncplane_core::db;
-use syncplane_engine::sync::workspace::{RunOptions, Workspace};
 use syncplane_github::{ClientOptions, GithubClient, GithubError};
+use syncplane_runs::RunOptions;
 
 /// A tenant that cannot give what was asked of it.
 #[derive(Debug, thiserror::Error)]
@@ -127,24 +128,22 @@ impl Tenants {
         })
     }
 
-    /// The full workspace of a tenant with a GitHub App.
-    pub fn workspace(&self, tenant: &str) -> Result<Workspace, TenantError> {
+    /// The tenants' run options (the spec's numbers; shorter waits in tests).
+    pub fn options(&self) -> &RunOptions {
+        &self.options
+    }
+
+    /// The GitHub App client of a tenant with a GitHub App (built on first use).
+    pub fn client(&self, tenant: &str) -> Result<GithubClient, TenantError> {
         let e = self
             .entries
             .get(tenant)
             .ok_or_else(|| TenantError::Unknown(tenant.to_owned()))?;
-        let client = match e.client() {
-            Ok(client) => client.clone(),
-            Err(None) => return Err(TenantError::GithubNotConfigured(tenant.to_owned())),
+        match e.client() {
+            Ok(client) => Ok(client.clone()),
+            Err(None) => Err(TenantError::GithubNotConfigured(tenant.to_owned())),
             // An unusable key stops every sync of this tenant, like any run-stopping error.
-            Err(Some(err)) => return Err(TenantError::Github(err.clone())),
-        };
-        Ok(Workspace {
-            tenant: e.config.id.clone(),
-            pool: e.pool.clone(),
-            client,
-            config: e.config.sync.clone(),
-            options: self.options.clone(),
-        })
+            Err(Some(err)) => Err(TenantError::Github(err.clone())),
+        }
     }
 }

@@ -3,10 +3,10 @@
 //! rows)"). The deletion path is `syncplane_archive::retention::expire`; this runs it on the tenant's
 //! database with the archive's store, so a deployment deletes what its orgs' retention says is due
 //! and the objects of uploads never completed without an operator running `syncplane transcripts
-//! expire` by hand. The tick submits it hourly (`crate::scheduler::rules::retention_due`).
+//! expire` by hand. The tick submits it hourly (`syncplane_jobs::scheduler::rules::retention_due`).
 //!
 //! The archive lives in ONE tenant's database, the first (the one the ingest function serves, as
-//! `super::s3_events::archive` completes uploads in); a process that runs jobs knows it as a
+//! `crate::s3_events::archive` completes uploads in); a process that runs jobs knows it as a
 //! [`TranscriptArchive`]: the worker function with `TRANSCRIPT_BUCKET` (the S3 store), the inline
 //! runner of `syncplane serve` (the store its ingest uses). Any other tenant, or a process with no
 //! archive, has nothing to expire: the job is `Ignored` with the reason.
@@ -19,14 +19,14 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::jobs::{JobError, JobOutcome};
-use crate::tenants::Tenants;
 use syncplane_archive::retention::{self, Expired, RetentionError};
 use syncplane_archive::search::index;
 use syncplane_archive::store::Store;
 use syncplane_archive::usage;
 use syncplane_core::config::{Config, TenantId};
 use syncplane_core::metrics::{Record, Unit};
+use syncplane_jobs::tenants::Tenants;
+use syncplane_jobs::{JobError, JobOutcome};
 
 /// Queued segments one run indexes at most.
 pub const LEFTOVER_SEGMENTS: u64 = 2_000;
@@ -49,23 +49,21 @@ impl TranscriptArchive {
     }
 }
 
-impl From<Expired> for JobOutcome {
-    fn from(e: Expired) -> Self {
-        Self::Expired {
-            segments: e.segments,
-            files: e.files,
-            uploads: e.uploads,
-            objects: e.objects,
-        }
+/// What `transcripts.expire` deleted, as the job's outcome.
+fn outcome(e: Expired) -> JobOutcome {
+    JobOutcome::Expired {
+        segments: e.segments,
+        files: e.files,
+        uploads: e.uploads,
+        objects: e.objects,
     }
 }
 
-impl From<RetentionError> for JobError {
-    fn from(e: RetentionError) -> Self {
-        match e {
-            RetentionError::Database(db) => Self::Database(db),
-            RetentionError::Store(store) => Self::TranscriptStore(store.to_string()),
-        }
+/// Why the archive's retention failed, as the job's error.
+fn job_error(e: RetentionError) -> JobError {
+    match e {
+        RetentionError::Database(db) => JobError::Database(db),
+        RetentionError::Store(store) => JobError::TranscriptStore(store.to_string()),
     }
 }
 
@@ -86,7 +84,9 @@ pub async fn expire(
             ),
         });
     };
-    let done = retention::expire(&db.pool, &archive.store, now, retention::DEFAULT_BATCH).await?;
+    let done = retention::expire(&db.pool, &archive.store, now, retention::DEFAULT_BATCH)
+        .await
+        .map_err(job_error)?;
     // What the search index has not taken yet (a lost S3 notification): indexed here.
     match index::drain(&db.pool, &archive.store, LEFTOVER_SEGMENTS).await {
         Ok(d) if d.segments > 0 => {
@@ -108,7 +108,7 @@ pub async fn expire(
         objects = done.objects,
         "transcripts expired"
     );
-    Ok(done.into())
+    Ok(outcome(done))
 }
 
 /// The metrics of what each org's archive keeps (orgs with no transcript file are left out).

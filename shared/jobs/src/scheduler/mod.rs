@@ -1,7 +1,8 @@
 //! The scheduler (spec "Scheduler"), serverless: no long-lived process. The tick function
-//! (`crate::worker::tick`) calls [`tick`] every minute per tenant; it decides from state kept in Postgres (`scheduler_state`)
-//! with the pure [`rules`], and the full sync it asks for runs under one cluster-wide advisory
-//! lock per tenant ([`run_scheduled_full`]) so only one scheduled full sync runs at a time.
+//! (`crate::tick`) calls [`tick`] every minute per tenant; it decides from state kept in Postgres
+//! (`scheduler_state`) with the pure [`rules`], and the full sync it asks for runs under one
+//! cluster-wide advisory lock per tenant (the worker's `scheduled::run_scheduled_full`) so only
+//! one scheduled full sync runs at a time; [`record_run`] feeds its end back into the schedule.
 
 pub mod rules;
 
@@ -11,10 +12,7 @@ use sqlx::PgPool;
 
 use rules::{ScheduleSettings, ScheduleState};
 use syncplane_core::config::SyncConfig;
-use syncplane_engine::sync::full::{RunReport, sync_all};
-use syncplane_engine::sync::lock::{HeldLock, scheduler_key};
-use syncplane_engine::sync::runs::{RunStatus, Trigger};
-use syncplane_engine::sync::workspace::Workspace;
+use syncplane_runs::{RunReport, RunStatus, Trigger};
 
 /// What a fresh start is measured against: the code version and the schedule settings.
 pub(crate) fn schedule_fingerprint(config: &SyncConfig) -> String {
@@ -97,29 +95,8 @@ pub async fn tick(
     Ok(if claimed { decision.run } else { None })
 }
 
-/// Run a scheduled (or startup) full sync under the tenant's scheduler lock and record its end
-/// in the schedule. `None`: another scheduled full sync of this tenant is running.
-pub(crate) async fn run_scheduled_full(
-    ws: &Workspace,
-    trigger: Trigger,
-) -> Result<Option<RunReport>, sqlx::Error> {
-    let Some(lock) = HeldLock::try_acquire(&ws.pool, scheduler_key(ws.tenant.as_str())).await?
-    else {
-        tracing::info!(tenant = %ws.tenant, "a scheduled full sync is already running; skipped");
-        return Ok(None);
-    };
-    let report = sync_all(ws, trigger).await;
-    let recorded = match &report {
-        Ok(r) => record_run(&ws.pool, ws.tenant.as_str(), &ws.config, r).await,
-        Err(_) => Ok(()),
-    };
-    lock.release().await;
-    recorded?;
-    report.map(Some)
-}
-
 /// Record a run's end: failures count up and retry soon; success resets and waits an interval.
-pub(crate) async fn record_run(
+pub async fn record_run(
     pool: &PgPool,
     tenant: &str,
     config: &SyncConfig,

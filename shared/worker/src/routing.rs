@@ -4,13 +4,13 @@
 
 use serde_json::Value;
 
-use crate::jobs::{JobError, JobOutcome};
 use syncplane_engine::sync::coalescing::{NoRowBusy, RequestOutcome, request_sync};
 use syncplane_engine::sync::full::sync_all;
 use syncplane_engine::sync::removal;
 use syncplane_engine::sync::runs::Trigger;
 use syncplane_engine::sync::workspace::Workspace;
 use syncplane_github::RepoInfo;
+use syncplane_jobs::{JobError, JobOutcome};
 
 /// Route one delivery. Unknown events and actions are acknowledged and ignored.
 pub async fn dispatch(

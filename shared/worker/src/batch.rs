@@ -19,18 +19,19 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use chrono::Utc;
 use futures::StreamExt;
 
-use super::expire::TranscriptArchive;
-use super::fan_out::fan_out_full;
-use super::held::{JobsFunction, JobsSchema};
-use super::pause;
-use super::redelivery::name_for_redelivery;
-use super::run::run_in;
-use super::s3_events::{self, Completion, Uploads};
-use crate::jobs::adapter::JobsAdapter;
-use crate::jobs::sqs::SqsAdapter;
-use crate::jobs::{Job, JobError, JobOutcome};
-use crate::tenants::Tenants;
+use crate::expire::TranscriptArchive;
+use crate::fan_out::fan_out_full;
+use crate::pause;
+use crate::run::run_in;
+use crate::s3_events::{self, Completion, Uploads};
+use crate::workspace::TenantWorkspace;
 use syncplane_github::GithubError;
+use syncplane_jobs::adapter::JobsAdapter;
+use syncplane_jobs::held::{JobsFunction, JobsSchema};
+use syncplane_jobs::redelivery::name_for_redelivery;
+use syncplane_jobs::sqs::SqsAdapter;
+use syncplane_jobs::tenants::Tenants;
+use syncplane_jobs::{Job, JobError, JobOutcome};
 
 /// Jobs of one batch run at once: each sync holds a lock connection and a working connection,
 /// so two fit the default pool of five with room for the pause checks.

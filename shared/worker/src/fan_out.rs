@@ -10,9 +10,6 @@
 
 use serde::Serialize;
 
-use crate::jobs::sqs::{SqsAdapter, SubmitError};
-use crate::jobs::{Job, RepoRef};
-use crate::scheduler;
 use syncplane_engine::sync::full::{Plan, RunReport, plan, remove_unselected};
 use syncplane_engine::sync::head_batch;
 use syncplane_engine::sync::lock::{HeldLock, scheduler_key};
@@ -20,6 +17,9 @@ use syncplane_engine::sync::repository::SyncError;
 use syncplane_engine::sync::runs::{Run, RunCounts, RunStatus, Stopped, Trigger};
 use syncplane_engine::sync::workspace::Workspace;
 use syncplane_github::{GithubError, RepoInfo};
+use syncplane_jobs::scheduler;
+use syncplane_jobs::sqs::{SqsAdapter, SubmitError};
+use syncplane_jobs::{Job, RepoRef};
 
 /// The end of a fanned-out full sync.
 #[derive(Debug, Clone, PartialEq, Serialize)]
