@@ -3,7 +3,9 @@
 //! function's process: next invocation, response, error).
 //!
 //! Binaries come from the same `target/` directory as the test binary, built by
-//! `cargo build --workspace --bins` (`scripts/test.sh` builds them before testing).
+//! `cargo build --workspace --bins --features webhook/inline-jobs,tick/inline-jobs` (the webhook
+//! and the tick as local runs build them, able to run jobs inline; `scripts/test.sh` builds them
+//! before testing).
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -33,7 +35,8 @@ pub fn workspace_bin(name: &str) -> PathBuf {
     let path = dir.join(name);
     assert!(
         path.exists(),
-        "{} is not built: run `cargo build --workspace --bins --locked` first (scripts/test.sh does)",
+        "{} is not built: run `cargo build --workspace --bins --locked --features \
+         webhook/inline-jobs,tick/inline-jobs` first (scripts/test.sh does)",
         path.display()
     );
     path

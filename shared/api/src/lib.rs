@@ -5,7 +5,8 @@
 //! its page, script and style sheet, which read this API like any client).
 //!
 //! Uses the floor (`syncplane_core`), the GitHub client (a document's images), the engine (runs,
-//! the documents it stored) and the worker (`app`: the state a surface builds, the job queue).
+//! the documents it stored), the jobs (`syncplane_jobs`: `app`, the state a surface builds, and
+//! the job queue) and the worker (`TenantWorkspace`: a tenant's engine workspace).
 
 pub mod auth;
 pub mod console;

@@ -214,7 +214,8 @@ impl TickFunction {
 
     /// Inline jobs (`syncplane serve`) with a transcript archive: `tenant` holds it and `inline`
     /// makes a runner that expires it (on the store its ingest uses), so the tick submits
-    /// `transcripts.expire` for that tenant. Queued jobs need none: with `TRANSCRIPT_BUCKET` the
+    /// `transcripts.expire` for that tenant (the archive's own: `syncplane_worker`'s
+    /// `runner_with_archive(Some(archive))` with `archive.tenant`). Queued jobs need none: with `TRANSCRIPT_BUCKET` the
     /// worker holds the store.
     pub fn with_archive(mut self, tenant: TenantId, inline: InlineRunner) -> Self {
         self.archive_tenant = Some(tenant);

@@ -15,5 +15,5 @@ mod options;
 mod run;
 
 pub use error::{RemovalError, SyncError};
-pub use options::{DEFAULT_REPO_CONCURRENCY, MAX_PASSES, REAPER_GRACE, RunOptions};
+pub use options::{MAX_PASSES, REAPER_GRACE, RunOptions};
 pub use run::{RequestOutcome, RunCounts, RunReport, RunStatus, Stopped, Trigger};

@@ -5,7 +5,7 @@ use std::time::Duration;
 /// Passes one `request_sync` call may run (spec "Coalescing": at most 5 per call).
 pub const MAX_PASSES: u32 = 5;
 /// Repositories synced at once by a full run (spec "Limits": 1).
-pub const DEFAULT_REPO_CONCURRENCY: usize = 1;
+const DEFAULT_REPO_CONCURRENCY: usize = 1;
 /// Age past which a `running` row without a held run lock is reaped (spec: one minute).
 pub const REAPER_GRACE: Duration = Duration::from_secs(60);
 

@@ -69,7 +69,7 @@ impl From<sqlx::Error> for Stop {
 }
 
 /// `sync.full` through the queue. Scheduled and startup runs take the tenant's scheduler lock and
-/// feed the schedule, as [`scheduler::run_scheduled_full`] does; `None`: that lock is busy.
+/// feed the schedule, as [`crate::scheduled::run_scheduled_full`] does; `None`: that lock is busy.
 pub async fn fan_out_full(
     ws: &Workspace,
     trigger: Trigger,

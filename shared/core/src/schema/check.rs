@@ -6,7 +6,7 @@
 //! execution environment; a schema found behind is re-checked at most every `recheck` (the
 //! migration may land a moment later), and logged once. Each HTTP surface checks first, as the
 //! first step of its `serve`, and answers [`SchemaBehind`]'s 503 through `crate::http`. The functions that run jobs (worker,
-//! tick) use the same guard without its HTTP wording: `syncplane_worker::worker::held`.
+//! tick) use the same guard without its HTTP wording: `syncplane_jobs::held`.
 //!
 //! A database that does not answer the check (`db::is_unreachable`) is answered at once, 503
 //! `database_unreachable` ([`Refusal`]; issue 21 point 4), instead of letting the request through
