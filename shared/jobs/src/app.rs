@@ -30,7 +30,7 @@ pub enum AppError {
     #[error(
         "JOBS_BACKEND=inline, but this build runs no job in process (built without its \
          `inline-jobs` feature): set JOBS_BACKEND=sqs and SQS_QUEUE_URL, or build it with \
-         `--features inline-jobs` (scripts/local.sh does)"
+         `--features webhook/inline-jobs,tick/inline-jobs` (as scripts/local.sh does)"
     )]
     NoInlineRunner,
 }
@@ -221,7 +221,7 @@ mod tests {
         for named in [
             "JOBS_BACKEND=inline",
             "JOBS_BACKEND=sqs",
-            "--features inline-jobs",
+            "--features webhook/inline-jobs,tick/inline-jobs",
         ] {
             assert!(line.contains(named), "{line} does not name {named}");
         }
