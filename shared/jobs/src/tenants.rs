@@ -133,14 +133,18 @@ impl Tenants {
         &self.options
     }
 
-    /// The GitHub App client of a tenant with a GitHub App (built on first use).
-    pub fn client(&self, tenant: &str) -> Result<GithubClient, TenantError> {
+    /// A tenant with a GitHub App: its configuration, its pool and its App client (built on
+    /// first use); what the worker makes its engine workspace of.
+    pub fn with_app(
+        &self,
+        tenant: &str,
+    ) -> Result<(&TenantConfig, &PgPool, GithubClient), TenantError> {
         let e = self
             .entries
             .get(tenant)
             .ok_or_else(|| TenantError::Unknown(tenant.to_owned()))?;
         match e.client() {
-            Ok(client) => Ok(client.clone()),
+            Ok(client) => Ok((&e.config, &e.pool, client.clone())),
             Err(None) => Err(TenantError::GithubNotConfigured(tenant.to_owned())),
             // An unusable key stops every sync of this tenant, like any run-stopping error.
             Err(Some(err)) => Err(TenantError::Github(err.clone())),

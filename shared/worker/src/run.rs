@@ -126,7 +126,7 @@ pub fn inline_with_archive(
     tenants: Arc<Tenants>,
     archive: Option<TranscriptArchive>,
 ) -> JobsAdapter {
-    JobsAdapter::Inline(Arc::new(Runner { tenants, archive }))
+    JobsAdapter::Inline(runner_with_archive(archive)(tenants))
 }
 
 /// The state of a process that runs its inline jobs itself (`syncplane serve`, the tests):

@@ -13,13 +13,7 @@ pub trait TenantWorkspace {
 
 impl TenantWorkspace for Tenants {
     fn workspace(&self, tenant: &str) -> Result<Workspace, TenantError> {
-        let client = self.client(tenant)?;
-        let config = self
-            .config(tenant)
-            .ok_or_else(|| TenantError::Unknown(tenant.to_owned()))?;
-        let pool = self
-            .pool(tenant)
-            .ok_or_else(|| TenantError::Unknown(tenant.to_owned()))?;
+        let (config, pool, client) = self.with_app(tenant)?;
         Ok(Workspace {
             tenant: config.id.clone(),
             pool: pool.clone(),

@@ -20,51 +20,51 @@ const MAX_PATH_SUFFIXES: usize = 6;
 /// Characters that end a token in running text (whitespace, quotes, brackets, separators). Not
 /// `<` and `>`: a type (`Arc<Mutex<State>>`, `Vec<u8>`) is one token.
 pub fn is_boundary(c: char) -> bool {
-    match u8::try_from(c) {
-        Ok(b) if b.is_ascii() => ASCII_BOUNDARIES[usize::from(b)],
-        _ => c.is_whitespace(),
+    if c.is_ascii() {
+        ASCII_BOUNDARIES[c as usize]
+    } else {
+        c.is_whitespace()
     }
 }
 
-/// [`is_boundary`] of each ASCII character, looked up (every character of a transcript is asked).
+/// The rule [`is_boundary`] answers, written once: the table below is made of it.
+const fn boundary_rule(c: char) -> bool {
+    c.is_whitespace()
+        || matches!(
+            c,
+            '"' | '\''
+                | '`'
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | ','
+                | ';'
+                | '='
+                | '|'
+                | '&'
+                | '*'
+                | '!'
+                | '?'
+                | '#'
+                | '$'
+                | '%'
+                | '^'
+                | '~'
+                | '+'
+                | '@'
+        )
+}
+
+/// [`boundary_rule`] of each ASCII character, looked up (every character of a transcript is
+/// asked).
 const ASCII_BOUNDARIES: [bool; 128] = {
     let mut table = [false; 128];
     let mut i = 0;
     while i < 128 {
-        // `char::is_whitespace` in ASCII: tab, line feed, vertical tab, form feed, return, space.
-        table[i] = matches!(
-            i as u8,
-            b'\t'
-                | b'\n'
-                | 0x0b
-                | 0x0c
-                | b'\r'
-                | b' '
-                | b'"'
-                | b'\''
-                | b'`'
-                | b'('
-                | b')'
-                | b'['
-                | b']'
-                | b'{'
-                | b'}'
-                | b','
-                | b';'
-                | b'='
-                | b'|'
-                | b'&'
-                | b'*'
-                | b'!'
-                | b'?'
-                | b'#'
-                | b'$'
-                | b'%'
-                | b'^'
-                | b'~'
-                | b'+'
-                | b'@'
-        );
+        table[i] = boundary_rule(i as u8 as char);
         i += 1;
     }
     table
