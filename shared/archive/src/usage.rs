@@ -64,7 +64,8 @@ pub async fn kept(pool: &PgPool, org_id: Option<i64>) -> Result<Vec<Kept>, sqlx:
                   FROM transcript_segments seg JOIN transcript_files tf ON tf.id = seg.file_row
                  WHERE tf.org_id = o.id) s ON true
            LEFT JOIN LATERAL (
-                SELECT count(*) AS lines FROM transcript_lines WHERE org_id = o.id) l ON true
+                SELECT sum(cardinality(line_nos))::bigint AS lines
+                  FROM transcript_line_groups WHERE org_id = o.id) l ON true
           WHERE $1::bigint IS NULL OR o.id = $1
           ORDER BY o.name",
     )

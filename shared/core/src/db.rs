@@ -45,6 +45,7 @@ pub const MIGRATIONS: &[(i64, &str, &str)] = migrations![
     15 "transcript search" "0015_transcript_search.sql",
     16 "transcript lines without foreign keys" "0016_transcript_lines_without_foreign_keys.sql",
     17 "transcript export rate limits" "0017_transcript_export_rate_limits.sql",
+    18 "transcript line groups" "0018_transcript_line_groups.sql",
 ];
 
 /// [`MIGRATIONS`] as sqlx runs them (checksums are SHA-384 of the SQL, as `migrate!` makes them,

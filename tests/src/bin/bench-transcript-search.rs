@@ -109,14 +109,15 @@ async fn bench(args: Args) -> ExitCode {
         .map(|d| d.expect("drain").lines)
         .sum();
     let index_secs = started.elapsed().as_secs_f64();
-    sqlx::query("ANALYZE transcript_lines")
+    sqlx::query("ANALYZE transcript_line_groups")
         .execute(&db.pool)
         .await
         .expect("analyze");
-    let index_bytes: i64 = sqlx::query_scalar("SELECT pg_total_relation_size('transcript_lines')")
-        .fetch_one(&db.pool)
-        .await
-        .expect("size");
+    let index_bytes: i64 =
+        sqlx::query_scalar("SELECT pg_total_relation_size('transcript_line_groups')")
+            .fetch_one(&db.pool)
+            .await
+            .expect("size");
     let searchable = probe_searchable(&state, &orgs[0], &args).await;
     let searches = run_searches(&state, &orgs, &args).await;
 

@@ -122,3 +122,93 @@ fn every_file_of_the_migrations_folder_is_embedded_in_order() {
         .collect();
     assert_eq!(listed, on_disk);
 }
+
+/// Migration 0018 groups the lines indexed before it in place (16 consecutive lines of a
+/// segment a group, each line's own vector, number and text kept, the group's terms all their
+/// lexemes), so nothing needs indexing again.
+#[tokio::test]
+async fn the_lines_indexed_before_migration_18_are_grouped_in_place() {
+    let db = TestDb::empty().await;
+    let sql = |version: i64| {
+        shared::db::MIGRATIONS
+            .iter()
+            .find(|(v, _, _)| *v == version)
+            .map(|(_, _, sql)| *sql)
+            .unwrap()
+    };
+    for version in 1..=17 {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql(version)))
+            .execute(&db.pool)
+            .await
+            .unwrap_or_else(|e| panic!("migration {version}: {e}"));
+    }
+    let text = |segment: i64, line: i64| format!("line {line} of segment {segment} word{line}");
+    for (segment, lines) in [(0i64, 20i64), (4096, 3)] {
+        for i in 0..lines {
+            let body = text(segment, i);
+            let vector = shared::archive::search::lexer::vector(&body, &Default::default());
+            sqlx::query(
+                "INSERT INTO transcript_lines (org_id, file_row, generation, segment_offset,
+                        segment_line, line_no, compute_target_id, session_id, role, at, body,
+                        search_vector)
+                 VALUES (1, 7, 1, $1, $2, $3, 'laptop', 's-1', 'user',
+                         '2026-11-02T09:00:00Z'::timestamptz + make_interval(secs => $2),
+                         $4, $5::tsvector)",
+            )
+            .bind(segment)
+            .bind(i32::try_from(i).unwrap())
+            .bind(i + 1 + if segment == 0 { 0 } else { 20 })
+            .bind(&body)
+            .bind(&vector)
+            .execute(&db.pool)
+            .await
+            .unwrap();
+        }
+    }
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql(18)))
+        .execute(&db.pool)
+        .await
+        .expect("migration 18");
+    let groups: Vec<(i64, Vec<i64>, Vec<String>, String)> = sqlx::query_as(
+        "SELECT segment_offset, line_nos, bodies, extract(second from at - first_at)::text
+           FROM transcript_line_groups ORDER BY segment_offset, line_nos[1]",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    let lines: Vec<(i64, Vec<i64>)> = groups.iter().map(|g| (g.0, g.1.clone())).collect();
+    assert_eq!(
+        lines,
+        vec![
+            (0, (1..=16).collect()),
+            (0, (17..=20).collect()),
+            (4096, (21..=23).collect())
+        ]
+    );
+    assert_eq!(
+        groups[1].2,
+        (16..20).map(|i| text(0, i)).collect::<Vec<_>>()
+    );
+    assert_eq!(groups[0].3, "15.000000", "a group spans its lines' times");
+    // The terms are every line's lexemes; each line's own vector still decides.
+    let found: Vec<Vec<i64>> = sqlx::query_scalar(
+        "SELECT array(SELECT n FROM unnest(line_nos, vectors) AS x(n, v)
+                       WHERE v @@ 'word17'::tsquery)
+           FROM transcript_line_groups WHERE terms @@ 'word17 & segment'::tsquery",
+    )
+    .fetch_all(&db.pool)
+    .await
+    .unwrap();
+    assert_eq!(found, vec![vec![18]]);
+    let stripped: bool =
+        sqlx::query_scalar("SELECT bool_and(terms = strip(terms)) FROM transcript_line_groups")
+            .fetch_one(&db.pool)
+            .await
+            .unwrap();
+    assert!(stripped, "terms have no positions");
+    let old: bool = sqlx::query_scalar("SELECT to_regclass('transcript_lines') IS NULL")
+        .fetch_one(&db.pool)
+        .await
+        .unwrap();
+    assert!(old, "the per-line table is gone");
+}

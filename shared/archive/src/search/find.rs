@@ -1,10 +1,17 @@
 //! Finding lines (issue 34 "Search"): one org's indexed lines that match a [`Query`], newest
 //! first, with the filters (compute target, session, time range, role, tool), in keyset pages.
 //!
+//! The index holds groups of consecutive lines (migration 0018), so a page is found in two steps,
+//! as often as it takes: the groups that may hold a match, newest first ([`Query::candidates_tsquery`]
+//! on their terms, through the GIN index, with the filters a group can answer), then the lines of
+//! those groups that do match ([`Query::tsquery`] on each line's own vector, with every filter).
+//! Within a group its later lines come first. A page reads at most [`MAX_GROUPS_PER_PAGE`] groups:
+//! a query whose groups hold few matching lines may end a page with fewer hits and a cursor.
+//!
 //! Every value is a bound parameter; the statement names only the filters that are set (a
 //! generic plan over `$n IS NULL OR …` would not use the indexes). The cursor carries the last
-//! hit's `(at, id)` and a fingerprint of the query and filters: a cursor of another search, or
-//! one that does not decode, is refused.
+//! hit's group `(at, id)` and place in it, and a fingerprint of the query and filters: a cursor
+//! of another search, or one that does not decode, is refused.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -20,6 +27,8 @@ use super::snippet::{needles, snippet};
 /// Hits per page by default, and at most.
 pub const DEFAULT_LIMIT: i64 = 20;
 pub const MAX_LIMIT: i64 = 100;
+/// Groups of lines read at most for one page.
+pub const MAX_GROUPS_PER_PAGE: i64 = 1_000;
 
 /// What a search may be narrowed to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -32,11 +41,13 @@ pub struct Filters {
     pub tool: Option<String>,
 }
 
-/// Where the next page starts.
+/// Where the next page starts: in the group `(at, id)`, its lines before the `entry`-th (1-based;
+/// 1: none of them), then the groups after it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct After {
     pub at: DateTime<Utc>,
     pub id: i64,
+    pub entry: i64,
 }
 
 /// A search of one org's lines.
@@ -82,6 +93,8 @@ pub struct Page {
 #[derive(syncplane_core::FromRow)]
 struct HitRow {
     id: i64,
+    group_at: DateTime<Utc>,
+    entry: i64,
     compute_target_id: String,
     session_id: String,
     title: Option<String>,
@@ -98,27 +111,87 @@ struct HitRow {
     body: String,
 }
 
+/// A group that may hold a match.
+#[derive(syncplane_core::FromRow)]
+struct Candidate {
+    id: i64,
+    at: DateTime<Utc>,
+}
+
+/// The two `tsquery`s of a search: of the groups, and of their lines.
+struct Queries {
+    groups: String,
+    lines: String,
+}
+
 /// Run `s` (see the module doc).
 pub async fn find(pool: &PgPool, s: &Search<'_>) -> Result<Page, sqlx::Error> {
-    let normalized = normalize(s.query);
-    let Some(tsquery) = s.query.tsquery(&normalized) else {
+    let normalized = normalize(s.query, lexer::phrase_query);
+    let (Some(of_lines), Some(of_groups)) = (
+        s.query.tsquery(&normalized),
+        s.query
+            .candidates_tsquery(&normalize(s.query, lexer::plain_query)),
+    ) else {
         // Only stop words: nothing can match.
         return Ok(Page {
             hits: Vec::new(),
             next_cursor: None,
         });
     };
-    let mut rows: Vec<HitRow> = statement(s, tsquery)
-        .build_query_as()
-        .fetch_all(pool)
-        .await?;
-    let more = rows.len() as i64 > s.limit;
-    rows.truncate(usize::try_from(s.limit).unwrap_or(0));
+    let q = Queries {
+        groups: of_groups,
+        lines: of_lines,
+    };
+    let want = usize::try_from(s.limit).unwrap_or(0) + 1;
+    let mut rows: Vec<HitRow> = Vec::new();
+    let mut after = s.after;
+    let mut read = 0;
+    let mut batch = s.limit + 1;
+    // Past the last group read, when the page ends on the bound of groups read.
+    let mut stopped_at = None;
+    loop {
+        let groups: Vec<Candidate> = candidates(s, &q.groups, after, batch)
+            .build_query_as()
+            .fetch_all(pool)
+            .await?;
+        let Some(last) = groups.last() else { break };
+        let last = After {
+            at: last.at,
+            id: last.id,
+            entry: 1,
+        };
+        let ids: Vec<i64> = groups.iter().map(|g| g.id).collect();
+        let need = i64::try_from(want - rows.len()).unwrap_or(0);
+        rows.extend(
+            matching(s, &q.lines, &ids, after, need)
+                .build_query_as::<HitRow>()
+                .fetch_all(pool)
+                .await?,
+        );
+        read += i64::try_from(groups.len()).unwrap_or(0);
+        if rows.len() >= want || (groups.len() as i64) < batch {
+            break;
+        }
+        if read >= MAX_GROUPS_PER_PAGE {
+            stopped_at = Some(last);
+            break;
+        }
+        after = Some(last);
+        batch = (batch * 4).min(MAX_GROUPS_PER_PAGE - read);
+    }
+    let more = rows.len() >= want;
+    rows.truncate(want - 1);
     let marks = needles(s.query.marks(&normalized));
-    let next_cursor = more
-        .then(|| rows.last())
-        .flatten()
-        .map(|r| encode_cursor(s, After { at: r.at, id: r.id }));
+    let next_cursor = if more {
+        rows.last().map(|r| After {
+            at: r.group_at,
+            id: r.id,
+            entry: r.entry,
+        })
+    } else {
+        stopped_at
+    }
+    .map(|a| encode_cursor(s, a));
     // A long line is indexed in parts: one hit per line on a page.
     let mut lines = std::collections::HashSet::new();
     rows.retain(|r| {
@@ -133,48 +206,98 @@ pub async fn find(pool: &PgPool, s: &Search<'_>) -> Result<Page, sqlx::Error> {
     Ok(Page { hits, next_cursor })
 }
 
-/// The search's statement: the org, the query, the filters that are set, the page's start.
-fn statement(s: &Search<'_>, tsquery: String) -> QueryBuilder<sqlx::Postgres> {
-    let mut b = QueryBuilder::new(
-        "SELECT l.id, l.compute_target_id, l.session_id, a.title, a.agent, a.started_at,
-                f.file_id, l.generation, l.line_no, l.segment_offset, l.segment_line, l.role,
-                l.tool_name, l.at, l.body
-           FROM transcript_lines l
-           JOIN transcript_files f ON f.id = l.file_row
-           LEFT JOIN agent_sessions a
-                  ON a.compute_target_id = l.compute_target_id AND a.session_id = l.session_id
-                 AND a.org_id = l.org_id
-          WHERE l.org_id = ",
-    );
+/// The groups of the org that may hold a match (`tsquery` on their terms) and the filters a
+/// group answers, from the page's start (its group included), newest first: `limit` of them.
+fn candidates(
+    s: &Search<'_>,
+    tsquery: &str,
+    after: Option<After>,
+    limit: i64,
+) -> QueryBuilder<sqlx::Postgres> {
+    let mut b =
+        QueryBuilder::new("SELECT g.id, g.at FROM transcript_line_groups g WHERE g.org_id = ");
     b.push_bind(s.org_id);
-    b.push(" AND l.search_vector @@ ");
-    b.push_bind(tsquery);
+    b.push(" AND g.terms @@ ");
+    b.push_bind(tsquery.to_owned());
     b.push("::tsquery");
     let f = s.filters;
     if let Some(t) = &f.compute_target_id {
-        b.push(" AND l.compute_target_id = ").push_bind(t.clone());
+        b.push(" AND g.compute_target_id = ").push_bind(t.clone());
     }
     if let Some(id) = &f.session_id {
-        b.push(" AND l.session_id = ").push_bind(id.clone());
+        b.push(" AND g.session_id = ").push_bind(id.clone());
     }
     if let Some(t) = f.since {
-        b.push(" AND l.at >= ").push_bind(t);
+        b.push(" AND g.at >= ").push_bind(t);
     }
     if let Some(t) = f.until {
-        b.push(" AND l.at < ").push_bind(t);
+        b.push(" AND g.first_at < ").push_bind(t);
     }
     if let Some(r) = f.role {
-        b.push(" AND l.role = ").push_bind(r.as_str());
+        b.push(" AND ")
+            .push_bind(r.as_str())
+            .push(" = ANY (g.roles)");
     }
     if let Some(t) = &f.tool {
-        b.push(" AND l.tool_name = ").push_bind(t.clone());
+        b.push(" AND ")
+            .push_bind(t.clone())
+            .push(" = ANY (g.tool_names)");
     }
-    if let Some(a) = s.after {
-        b.push(" AND (l.at, l.id) < (").push_bind(a.at);
+    if let Some(a) = after {
+        b.push(" AND (g.at, g.id) <= (").push_bind(a.at);
         b.push(", ").push_bind(a.id).push(")");
     }
-    b.push(" ORDER BY l.at DESC, l.id DESC LIMIT ")
-        .push_bind(s.limit + 1);
+    b.push(" ORDER BY g.at DESC, g.id DESC LIMIT ")
+        .push_bind(limit);
+    b
+}
+
+/// The lines of the groups `ids` that match (`tsquery` on each line's vector) and every filter,
+/// past the page's start, in page order: `limit` of them.
+fn matching(
+    s: &Search<'_>,
+    tsquery: &str,
+    ids: &[i64],
+    after: Option<After>,
+    limit: i64,
+) -> QueryBuilder<sqlx::Postgres> {
+    let mut b = QueryBuilder::new(
+        "SELECT g.id, g.at AS group_at, x.entry, g.compute_target_id, g.session_id, a.title,
+                a.agent, a.started_at, f.file_id, g.generation, x.line_no, g.segment_offset,
+                x.segment_line, x.role, x.tool_name, x.at, x.body
+           FROM transcript_line_groups g
+           CROSS JOIN LATERAL unnest(g.line_nos, g.segment_lines, g.roles, g.tool_names, g.ats,
+                                     g.bodies, g.vectors) WITH ORDINALITY
+                AS x(line_no, segment_line, role, tool_name, at, body, vector, entry)
+           JOIN transcript_files f ON f.id = g.file_row
+           LEFT JOIN agent_sessions a
+                  ON a.compute_target_id = g.compute_target_id AND a.session_id = g.session_id
+                 AND a.org_id = g.org_id
+          WHERE g.id = ANY (",
+    );
+    b.push_bind(ids.to_vec());
+    b.push(") AND x.vector @@ ");
+    b.push_bind(tsquery.to_owned());
+    b.push("::tsquery");
+    let f = s.filters;
+    if let Some(t) = f.since {
+        b.push(" AND x.at >= ").push_bind(t);
+    }
+    if let Some(t) = f.until {
+        b.push(" AND x.at < ").push_bind(t);
+    }
+    if let Some(r) = f.role {
+        b.push(" AND x.role = ").push_bind(r.as_str());
+    }
+    if let Some(t) = &f.tool {
+        b.push(" AND x.tool_name = ").push_bind(t.clone());
+    }
+    if let Some(a) = after {
+        b.push(" AND (g.id <> ").push_bind(a.id);
+        b.push(" OR x.entry < ").push_bind(a.entry).push(")");
+    }
+    b.push(" ORDER BY g.at DESC, g.id DESC, x.entry DESC LIMIT ")
+        .push_bind(limit);
     b
 }
 
@@ -199,13 +322,13 @@ impl HitRow {
     }
 }
 
-/// Each leaf's prose as the index's lexer makes it ([`lexer`]; `""` for code terms and for prose
-/// that is all stop words).
-fn normalize(q: &Query) -> Vec<String> {
+/// Each leaf's prose as the index's lexer makes it ([`lexer`]; a phrase by `phrase`; `""` for
+/// code terms and for prose that is all stop words).
+fn normalize(q: &Query, phrase: fn(&str) -> String) -> Vec<String> {
     q.leaves()
         .map(|t| match t {
             Term::Words(w) => lexer::plain_query(w),
-            Term::Phrase(p) => lexer::phrase_query(p),
+            Term::Phrase(p) => phrase(p),
             Term::Code(_) | Term::All(_) => String::new(),
         })
         .collect()
@@ -231,7 +354,13 @@ fn fingerprint(s: &Search<'_>) -> String {
 }
 
 fn encode_cursor(s: &Search<'_>, a: After) -> String {
-    let text = format!("{}:{}:{}", fingerprint(s), a.at.timestamp_micros(), a.id);
+    let text = format!(
+        "{}:{}:{}:{}",
+        fingerprint(s),
+        a.at.timestamp_micros(),
+        a.id,
+        a.entry
+    );
     URL_SAFE_NO_PAD.encode(text)
 }
 
@@ -247,7 +376,8 @@ pub fn decode_cursor(s: &Search<'_>, raw: &str) -> Option<After> {
     }
     let at = DateTime::from_timestamp_micros(parts.next()?.parse().ok()?)?;
     let id = parts.next()?.parse().ok().filter(|i: &i64| *i > 0)?;
-    parts.next().is_none().then_some(After { at, id })
+    let entry = parts.next()?.parse().ok().filter(|i: &i64| *i > 0)?;
+    parts.next().is_none().then_some(After { at, id, entry })
 }
 
 #[cfg(test)]
@@ -270,6 +400,7 @@ mod tests {
         let a = After {
             at: DateTime::from_timestamp_micros(1_700_000_000_123_456).unwrap(),
             id: 42,
+            entry: 3,
         };
         let c = encode_cursor(&s, a);
         assert_eq!(decode_cursor(&s, &c), Some(a));

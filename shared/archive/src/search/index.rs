@@ -21,15 +21,20 @@ use super::tokens::code_tokens;
 use crate::segment::{self, Claim};
 use crate::store::{Store, StoreError};
 
-/// Longest text of one row, in bytes: a longer line is several rows (parts), so all of it is
+/// Longest text of one line's part, in bytes: a longer line is several parts, so all of it is
 /// searchable and each part's vector stays far from Postgres's limits.
 pub const MAX_PART_BYTES: usize = 16 * 1024;
-/// Rows per insert statement.
-const ROWS_PER_STATEMENT: usize = 1_000;
+/// A group of consecutive lines of one segment is one row of the index (migration 0018): at most
+/// this many lines (a long line's parts count one each) ...
+pub const MAX_GROUP_LINES: usize = 16;
+/// ... and, past its first line, at most this much text.
+pub const MAX_GROUP_BYTES: usize = 64 * 1024;
+/// Lines per insert statement (a statement holds whole groups, at least one).
+const LINES_PER_STATEMENT: usize = 1_000;
 
-/// One row to write.
+/// One line (or one part of a long line) to write.
 #[derive(Debug, Clone)]
-struct Row {
+struct Entry {
     segment_line: i32,
     line: i64,
     part: i32,
@@ -37,10 +42,16 @@ struct Row {
     tool_name: Option<String>,
     at: Option<DateTime<Utc>>,
     body: String,
-    /// The row's `tsvector` in its binary form ([`lexer::Lexer::binary_vector`]).
+    /// The line's `tsvector` in its binary form ([`lexer::Lexer::binary_vector`]).
     vector: BinaryVector,
 }
 
+/// A group: the entries it holds, and all their lexemes without positions.
+#[derive(Debug, Clone)]
+struct Group {
+    entries: std::ops::Range<usize>,
+    terms: BinaryVector,
+}
 /// A `tsvector` sent in Postgres's binary form ([`lexer::Lexer::binary_vector`]).
 #[derive(Debug, Clone)]
 pub struct BinaryVector(pub Vec<u8>);
@@ -71,22 +82,48 @@ impl sqlx::Encode<'_, Postgres> for BinaryVector {
     }
 }
 
-/// A segment's rows, ready to write, and its number of lines.
+/// A segment's lines, ready to write, in groups, and its number of lines.
 #[derive(Debug, Clone, Default)]
 pub struct Prepared {
-    rows: Vec<Row>,
-    /// Lines in the segment (rows with no text are not written but are counted).
+    entries: Vec<Entry>,
+    groups: Vec<Group>,
+    /// Lines in the segment (lines with no text are not written but are counted).
     pub lines: i64,
-    /// Bytes of text the rows hold.
+    /// Bytes of text the entries hold.
     pub text_bytes: u64,
 }
 
-/// Prepare the rows of a segment's `decoded` lines; line numbers are relative (1 = its first).
+impl Prepared {
+    /// Entries (lines, and parts of long lines) to write.
+    pub fn entries(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Groups (rows of the index) to write.
+    pub fn groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The entries since the last group, made a group of `terms`.
+    fn close_group(&mut self, terms: &mut lexer::Terms) {
+        let start = self.groups.last().map_or(0, |g| g.entries.end);
+        if start < self.entries.len() {
+            self.groups.push(Group {
+                entries: start..self.entries.len(),
+                terms: BinaryVector(terms.take_binary()),
+            });
+        }
+    }
+}
+
+/// Prepare the lines of a segment's `decoded` bytes; line numbers are relative (1 = its first).
 pub fn prepare(decoded: &[u8]) -> Prepared {
     let mut x = Extractor::default();
     let mut lexer = lexer::Lexer::default();
+    let mut terms = lexer::Terms::default();
     let mut out = Prepared::default();
     let mut last_at = None;
+    let mut group_bytes = 0;
     let body = decoded.strip_suffix(b"\n").unwrap_or(decoded);
     if decoded.is_empty() {
         return out;
@@ -100,19 +137,34 @@ pub fn prepare(decoded: &[u8]) -> Prepared {
             continue;
         }
         for (part, text) in parts(&e.text).enumerate() {
+            let mut in_group = out.entries.len() - out.groups.last().map_or(0, |g| g.entries.end);
+            if in_group > 0 && group_bytes + text.len() > MAX_GROUP_BYTES {
+                out.close_group(&mut terms);
+                (in_group, group_bytes) = (0, 0);
+            }
             out.text_bytes += text.len() as u64;
-            out.rows.push(Row {
+            group_bytes += text.len();
+            out.entries.push(Entry {
                 segment_line: i32::try_from(i).unwrap_or(i32::MAX),
                 line: out.lines,
                 part: i32::try_from(part).unwrap_or(i32::MAX),
                 role: e.role.map(|r| r.as_str()),
                 tool_name: e.tool_name.clone(),
                 at,
-                vector: BinaryVector(lexer.binary_vector(text, &code_tokens(text))),
+                vector: BinaryVector(lexer.binary_vector_adding(
+                    text,
+                    &code_tokens(text),
+                    &mut terms,
+                )),
                 body: text.to_owned(),
             });
+            if in_group + 1 >= MAX_GROUP_LINES {
+                out.close_group(&mut terms);
+                group_bytes = 0;
+            }
         }
     }
+    out.close_group(&mut terms);
     out
 }
 
@@ -162,41 +214,101 @@ pub async fn write(
     place: &Place<'_>,
     prepared: &Prepared,
 ) -> Result<(), sqlx::Error> {
-    for chunk in prepared.rows.chunks(ROWS_PER_STATEMENT) {
-        sqlx::query(
-            "INSERT INTO transcript_lines (org_id, file_row, generation, segment_offset,
-                    compute_target_id, session_id, segment_line, line_no, part, role, tool_name,
-                    at, body, search_vector)
-             SELECT $1, $2, $3, $4, $5, $6, l.segment_line, $7 + l.line, l.part, l.role,
-                    l.tool_name, coalesce(l.at, $16), l.body, l.vector
-               FROM unnest($8::int[], $9::bigint[], $10::int[], $11::text[], $12::text[],
-                           $13::timestamptz[], $14::text[], $15::tsvector[])
-                    AS l(segment_line, line, part, role, tool_name, at, body, vector)",
-        )
-        .bind(place.org_id)
-        .bind(place.file_row)
-        .bind(place.generation)
-        .bind(place.segment_offset)
-        .bind(place.compute_target_id)
-        .bind(place.session_id)
-        .bind(place.lines_before)
-        .bind(chunk.iter().map(|r| r.segment_line).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|r| r.line).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|r| r.part).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|r| r.role).collect::<Vec<_>>())
-        .bind(
-            chunk
-                .iter()
-                .map(|r| r.tool_name.as_deref())
-                .collect::<Vec<_>>(),
-        )
-        .bind(chunk.iter().map(|r| r.at).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|r| r.body.as_str()).collect::<Vec<_>>())
-        .bind(chunk.iter().map(|r| &r.vector).collect::<Vec<_>>())
-        .bind(place.recorded_at)
-        .execute(&mut **tx)
-        .await?;
+    let mut groups = prepared.groups.as_slice();
+    while let Some(first) = groups.first() {
+        let n = groups
+            .iter()
+            .take_while(|g| g.entries.end - first.entries.start <= LINES_PER_STATEMENT)
+            .count()
+            .max(1);
+        let (chunk, rest) = groups.split_at(n);
+        insert_groups(tx, place, &prepared.entries, chunk).await?;
+        groups = rest;
     }
+    Ok(())
+}
+
+/// One statement: `groups`, their lines sent once as arrays and each group's as a slice of them.
+async fn insert_groups(
+    tx: &mut Transaction<'_, Postgres>,
+    place: &Place<'_>,
+    entries: &[Entry],
+    groups: &[Group],
+) -> Result<(), sqlx::Error> {
+    let base = groups.first().map_or(0, |g| g.entries.start);
+    let end = groups.last().map_or(0, |g| g.entries.end);
+    let lines = &entries[base..end];
+    let at = |e: &Entry| e.at.unwrap_or(place.recorded_at);
+    let bound = |i: usize| i32::try_from(i - base).unwrap_or(i32::MAX);
+    let span = |g: &Group| {
+        lines[g.entries.start - base..g.entries.end - base]
+            .iter()
+            .map(at)
+    };
+    sqlx::query(
+        "INSERT INTO transcript_line_groups (org_id, file_row, generation, segment_offset,
+                compute_target_id, session_id, at, first_at, terms, line_nos, segment_lines,
+                parts, roles, tool_names, ats, bodies, vectors)
+         SELECT $1, $2, $3, $4, $5, $6, g.at, g.first_at, g.terms,
+                ($7::bigint[])[g.lo:g.hi], ($8::int[])[g.lo:g.hi], ($9::int[])[g.lo:g.hi],
+                ($10::text[])[g.lo:g.hi], ($11::text[])[g.lo:g.hi],
+                ($12::timestamptz[])[g.lo:g.hi], ($13::text[])[g.lo:g.hi],
+                ($14::tsvector[])[g.lo:g.hi]
+           FROM unnest($15::int[], $16::int[], $17::timestamptz[], $18::timestamptz[],
+                       $19::tsvector[]) AS g(lo, hi, at, first_at, terms)",
+    )
+    .bind(place.org_id)
+    .bind(place.file_row)
+    .bind(place.generation)
+    .bind(place.segment_offset)
+    .bind(place.compute_target_id)
+    .bind(place.session_id)
+    .bind(
+        lines
+            .iter()
+            .map(|e| place.lines_before + e.line)
+            .collect::<Vec<_>>(),
+    )
+    .bind(lines.iter().map(|e| e.segment_line).collect::<Vec<_>>())
+    .bind(lines.iter().map(|e| e.part).collect::<Vec<_>>())
+    .bind(lines.iter().map(|e| e.role).collect::<Vec<_>>())
+    .bind(
+        lines
+            .iter()
+            .map(|e| e.tool_name.as_deref())
+            .collect::<Vec<_>>(),
+    )
+    .bind(lines.iter().map(at).collect::<Vec<_>>())
+    .bind(lines.iter().map(|e| e.body.as_str()).collect::<Vec<_>>())
+    .bind(lines.iter().map(|e| &e.vector).collect::<Vec<_>>())
+    // Slices are 1-based and inclusive.
+    .bind(
+        groups
+            .iter()
+            .map(|g| bound(g.entries.start) + 1)
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        groups
+            .iter()
+            .map(|g| bound(g.entries.end))
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        groups
+            .iter()
+            .map(|g| span(g).max().unwrap_or(place.recorded_at))
+            .collect::<Vec<_>>(),
+    )
+    .bind(
+        groups
+            .iter()
+            .map(|g| span(g).min().unwrap_or(place.recorded_at))
+            .collect::<Vec<_>>(),
+    )
+    .bind(groups.iter().map(|g| &g.terms).collect::<Vec<_>>())
+    .execute(&mut **tx)
+    .await?;
     Ok(())
 }
 
@@ -235,60 +347,105 @@ struct Queued {
 }
 
 /// Index up to `max_segments` queued segments, oldest first; concurrent drains take different
-/// segments (`SKIP LOCKED`).
+/// segments (`SKIP LOCKED`). While one segment's lines are written, the next one's are read and
+/// prepared (each segment in a transaction of its own).
 pub async fn drain(pool: &PgPool, store: &Store, max_segments: u64) -> Result<Drained, DrainError> {
     let mut done = Drained::default();
-    while done.segments < max_segments {
-        let mut tx = pool.begin().await?;
-        // A commit lost in a crash loses the lines and the queue row's removal together: the
-        // segment is queued again, so nothing is lost by not waiting for the flush.
-        sqlx::query("SET LOCAL synchronous_commit = off")
-            .execute(&mut *tx)
-            .await?;
-        let Some(q) = next_queued(&mut tx).await? else {
-            break;
+    let mut claimed = 0;
+    let mut next = None;
+    if max_segments > 0 {
+        next = claim(pool, store).await?;
+        claimed += u64::from(next.is_some());
+    }
+    while let Some(current) = next.take() {
+        let prepared = match current.prepared {
+            Some(task) => Some(
+                task.await
+                    .map_err(|e| StoreError::Unavailable(format!("segment task failed: {e}")))??,
+            ),
+            None => None,
         };
-        if q.generation == q.current_generation {
-            let prepared = read_and_prepare(store, &q).await?;
-            let place = Place {
-                org_id: q.org_id,
-                file_row: q.file_row,
-                generation: q.generation,
-                segment_offset: q.segment_offset,
-                compute_target_id: &q.compute_target_id,
-                session_id: &q.session_id,
-                lines_before: q.first_line - 1,
-                recorded_at: q.recorded_at,
-            };
-            // In a savepoint: rows Postgres refuses (no segment's content should be, but one
-            // must not stop the queue) leave the segment unindexed, said in the log.
-            let mut part = sqlx::Acquire::begin(&mut *tx).await?;
-            match write(&mut part, &place, &prepared).await {
-                Ok(()) => {
-                    part.commit().await?;
-                    done.lines += prepared.rows.len() as u64;
-                    done.text_bytes += prepared.text_bytes;
-                }
-                Err(sqlx::Error::Database(e)) => {
-                    part.rollback().await?;
-                    tracing::warn!(key = %q.segment.object_key, error = %e, "segment not indexed: its rows were refused");
-                }
-                Err(e) => return Err(e.into()),
-            }
+        if claimed < max_segments {
+            next = claim(pool, store).await?;
+            claimed += u64::from(next.is_some());
         }
-        sqlx::query(
-            "DELETE FROM transcript_index_queue
-              WHERE file_row = $1 AND generation = $2 AND segment_offset = $3",
-        )
-        .bind(q.file_row)
-        .bind(q.generation)
-        .bind(q.segment_offset)
-        .execute(&mut *tx)
-        .await?;
-        tx.commit().await?;
-        done.segments += 1;
+        finish(current.tx, &current.q, prepared, &mut done).await?;
     }
     Ok(done)
+}
+
+/// A queued segment taken in a transaction of its own (its queue row held), its lines being read
+/// and prepared meanwhile (`None`: of an older generation, nothing to index).
+struct Claimed {
+    tx: Transaction<'static, Postgres>,
+    q: Queued,
+    prepared: Option<tokio::task::JoinHandle<Result<Prepared, DrainError>>>,
+}
+
+/// The oldest queued segment no other drain holds, its preparation started.
+async fn claim(pool: &PgPool, store: &Store) -> Result<Option<Claimed>, DrainError> {
+    let mut tx = pool.begin().await?;
+    // A commit lost in a crash loses the lines and the queue row's removal together: the
+    // segment is queued again, so nothing is lost by not waiting for the flush.
+    sqlx::query("SET LOCAL synchronous_commit = off")
+        .execute(&mut *tx)
+        .await?;
+    let Some(q) = next_queued(&mut tx).await? else {
+        return Ok(None);
+    };
+    let prepared = (q.generation == q.current_generation).then(|| {
+        let (store, segment) = (store.clone(), q.segment.clone());
+        tokio::spawn(async move { read_and_prepare(&store, &segment).await })
+    });
+    Ok(Some(Claimed { tx, q, prepared }))
+}
+
+/// Write a claimed segment's lines (none when `prepared` is), take it off the queue, commit.
+async fn finish(
+    mut tx: Transaction<'static, Postgres>,
+    q: &Queued,
+    prepared: Option<Prepared>,
+    done: &mut Drained,
+) -> Result<(), DrainError> {
+    if let Some(prepared) = prepared {
+        let place = Place {
+            org_id: q.org_id,
+            file_row: q.file_row,
+            generation: q.generation,
+            segment_offset: q.segment_offset,
+            compute_target_id: &q.compute_target_id,
+            session_id: &q.session_id,
+            lines_before: q.first_line - 1,
+            recorded_at: q.recorded_at,
+        };
+        // In a savepoint: rows Postgres refuses (no segment's content should be, but one
+        // must not stop the queue) leave the segment unindexed, said in the log.
+        let mut part = sqlx::Acquire::begin(&mut *tx).await?;
+        match write(&mut part, &place, &prepared).await {
+            Ok(()) => {
+                part.commit().await?;
+                done.lines += prepared.entries.len() as u64;
+                done.text_bytes += prepared.text_bytes;
+            }
+            Err(sqlx::Error::Database(e)) => {
+                part.rollback().await?;
+                tracing::warn!(key = %q.segment.object_key, error = %e, "segment not indexed: its rows were refused");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    sqlx::query(
+        "DELETE FROM transcript_index_queue
+          WHERE file_row = $1 AND generation = $2 AND segment_offset = $3",
+    )
+    .bind(q.file_row)
+    .bind(q.generation)
+    .bind(q.segment_offset)
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    done.segments += 1;
+    Ok(())
 }
 
 async fn next_queued(tx: &mut Transaction<'_, Postgres>) -> Result<Option<Queued>, sqlx::Error> {
@@ -314,8 +471,8 @@ async fn next_queued(tx: &mut Transaction<'_, Postgres>) -> Result<Option<Queued
 
 /// The segment's object, verified again (bounded) and prepared; an object that is gone or no
 /// longer what was recorded is indexed as nothing (logged), so it does not block the queue.
-async fn read_and_prepare(store: &Store, q: &Queued) -> Result<Prepared, DrainError> {
-    let prepared = read_stored(store, &q.segment, |bytes, claim| {
+async fn read_and_prepare(store: &Store, segment: &SegmentRef) -> Result<Prepared, DrainError> {
+    let prepared = read_stored(store, segment, |bytes, claim| {
         segment::verify_decoded(bytes, claim).map(|d| prepare(&d))
     })
     .await?;
@@ -386,7 +543,7 @@ pub async fn forget_other_generations(
     // to commit, and the lines it wrote are then deleted too.
     for statement in [
         "DELETE FROM transcript_index_queue WHERE file_row = $1 AND generation <> $2",
-        "DELETE FROM transcript_lines WHERE file_row = $1 AND generation <> $2",
+        "DELETE FROM transcript_line_groups WHERE file_row = $1 AND generation <> $2",
     ] {
         sqlx::query(statement)
             .bind(file_row)
@@ -405,7 +562,7 @@ pub struct Backfilled {
     pub segments: u64,
 }
 
-#[derive(syncplane_core::FromRow)]
+#[derive(Clone, syncplane_core::FromRow)]
 struct SegmentRef {
     start_offset: i64,
     object_key: String,
@@ -424,7 +581,7 @@ pub async fn backfill(pool: &PgPool, store: &Store) -> Result<Backfilled, DrainE
     let files: Vec<i64> = sqlx::query_scalar(
         "SELECT DISTINCT f.id FROM transcript_files f
            JOIN transcript_segments s ON s.file_row = f.id AND s.generation = f.generation
-          WHERE NOT EXISTS (SELECT 1 FROM transcript_lines l WHERE l.file_row = s.file_row
+          WHERE NOT EXISTS (SELECT 1 FROM transcript_line_groups l WHERE l.file_row = s.file_row
                                AND l.generation = s.generation AND l.segment_offset = s.start_offset)
             AND NOT EXISTS (SELECT 1 FROM transcript_index_queue q WHERE q.file_row = s.file_row
                                AND q.generation = s.generation AND q.segment_offset = s.start_offset)
@@ -450,7 +607,7 @@ async fn requeue_file(pool: &PgPool, store: &Store, file_row: i64) -> Result<u64
             .await?;
     for statement in [
         "DELETE FROM transcript_index_queue WHERE file_row = $1",
-        "DELETE FROM transcript_lines WHERE file_row = $1",
+        "DELETE FROM transcript_line_groups WHERE file_row = $1",
     ] {
         sqlx::query(statement)
             .bind(file_row)
@@ -511,7 +668,7 @@ mod tests {
         assert_eq!(count_lines(text.as_bytes()), 3);
         assert_eq!(count_lines(b"a\nb"), 2);
         assert_eq!(count_lines(b""), 0);
-        let third: Vec<&Row> = p.rows.iter().filter(|r| r.line == 3).collect();
+        let third: Vec<&Entry> = p.entries.iter().filter(|r| r.line == 3).collect();
         assert_eq!(
             third.len(),
             3,
@@ -522,9 +679,83 @@ mod tests {
         let joined: String = third.iter().map(|r| r.body.as_str()).collect();
         assert!(joined == long.trim(), "the parts are the whole text");
         assert!(
-            p.rows.iter().all(|r| r.line != 2),
+            p.entries.iter().all(|r| r.line != 2),
             "a line with no text has no row"
         );
+    }
+
+    /// The lexemes of a binary `tsvector` ([`lexer::Lexer::binary_vector`]), in order.
+    fn lexemes(v: &BinaryVector) -> Vec<String> {
+        let mut rest = &v.0[4..];
+        let mut out = Vec::new();
+        while let Some(nul) = rest.iter().position(|b| *b == 0) {
+            out.push(String::from_utf8(rest[..nul].to_vec()).unwrap());
+            let n = usize::from(u16::from_be_bytes([rest[nul + 1], rest[nul + 2]]));
+            rest = &rest[nul + 3 + 2 * n..];
+        }
+        out
+    }
+
+    #[test]
+    fn consecutive_lines_are_grouped_within_the_bounds_and_a_group_holds_each_lexeme_once() {
+        let line = |i: usize, words: &str| {
+            serde_json::json!({"type":"user","message":{"role":"user","content": format!("{words} word{i}")}})
+                .to_string()
+        };
+        let mut text = String::new();
+        for i in 0..40 {
+            text.push_str(&line(i, "shared ECONNREFUSED tls"));
+            text.push('\n');
+        }
+        // Lines of 20 KiB (two parts each): the byte bound closes groups before the line bound.
+        let long = "bulk ".repeat(4 * 1024);
+        for i in 0..6 {
+            text.push_str(&line(i, &long));
+            text.push('\n');
+        }
+        let p = prepare(text.as_bytes());
+        assert_eq!(p.lines, 46);
+        let mut next = 0;
+        for g in &p.groups {
+            assert_eq!(
+                g.entries.start, next,
+                "groups are consecutive and cover every entry"
+            );
+            next = g.entries.end;
+            let n = g.entries.len();
+            assert!((1..=MAX_GROUP_LINES).contains(&n), "{n} entries");
+            let bytes: usize = p.entries[g.entries.clone()]
+                .iter()
+                .map(|e| e.body.len())
+                .sum();
+            assert!(
+                n == 1 || bytes <= MAX_GROUP_BYTES,
+                "{bytes} bytes in {n} entries"
+            );
+            let mut union: Vec<String> = p.entries[g.entries.clone()]
+                .iter()
+                .flat_map(|e| lexemes(&e.vector))
+                .collect();
+            union.sort();
+            union.dedup();
+            let terms = lexemes(&g.terms);
+            assert_eq!(
+                terms, union,
+                "the group's terms are its lines' lexemes, once each"
+            );
+        }
+        assert_eq!(next, p.entries.len());
+        assert_eq!(
+            &p.groups[0].entries,
+            &(0..MAX_GROUP_LINES),
+            "16 short lines are a group"
+        );
+        let last = p.groups.last().unwrap();
+        assert!(
+            last.entries.len() < MAX_GROUP_LINES,
+            "long lines close groups by their bytes"
+        );
+        assert!(lexemes(&p.groups[0].terms).contains(&"econnrefused".to_owned()));
     }
 
     #[test]

@@ -334,12 +334,34 @@ impl Lexer {
     /// (uint16) and each position (uint16, weight D); all big-endian. A lexeme holding a NUL
     /// (which the binary form cannot carry) is left out.
     pub fn binary_vector(&mut self, text: &str, codes: &BTreeSet<String>) -> Vec<u8> {
+        self.binary_vector_into(text, codes, None)
+    }
+
+    /// [`Lexer::binary_vector`], each lexeme also added to `terms` (a group's, migration 0018).
+    pub fn binary_vector_adding(
+        &mut self,
+        text: &str,
+        codes: &BTreeSet<String>,
+        terms: &mut Terms,
+    ) -> Vec<u8> {
+        self.binary_vector_into(text, codes, Some(terms))
+    }
+
+    fn binary_vector_into(
+        &mut self,
+        text: &str,
+        codes: &BTreeSet<String>,
+        mut terms: Option<&mut Terms>,
+    ) -> Vec<u8> {
         let mut out = Vec::with_capacity(4 + text.len());
         out.extend_from_slice(&[0; 4]);
         let mut count = 0u32;
         self.lexemes(text, codes, |lexeme, positions| {
             if lexeme.contains('\0') {
                 return;
+            }
+            if let Some(t) = terms.as_deref_mut() {
+                t.add(lexeme);
             }
             count += 1;
             out.extend_from_slice(lexeme.as_bytes());
@@ -351,6 +373,54 @@ impl Lexer {
             }
         });
         out[..4].copy_from_slice(&count.to_be_bytes());
+        out
+    }
+}
+
+/// The lexemes of several rows together, without positions: the `terms` of a group of lines
+/// (migration 0018), which the GIN index holds.
+#[derive(Debug, Default)]
+pub struct Terms {
+    bytes: Vec<u8>,
+    /// Each lexeme added: its [`sort_key`], and where its bytes are in `bytes`.
+    items: Vec<(u64, usize, usize)>,
+}
+
+impl Terms {
+    fn add(&mut self, lexeme: &str) {
+        let start = self.bytes.len();
+        self.bytes.extend_from_slice(lexeme.as_bytes());
+        self.items
+            .push((sort_key(lexeme), start, start + lexeme.len()));
+    }
+
+    /// Every lexeme added, once each and sorted by bytes, as a `tsvector` without positions in
+    /// Postgres's binary form ([`Lexer::binary_vector`]); `self` is emptied for the next group.
+    pub fn take_binary(&mut self) -> Vec<u8> {
+        let Self { bytes, items } = self;
+        let text = |&(_, start, end): &(u64, usize, usize)| &bytes[start..end];
+        // Equal keys of two lexemes of at most 8 bytes are equal lexemes (a lexeme holds no NUL):
+        // most repeated words are compared as numbers alone.
+        let order = |a: &(u64, usize, usize), b: &(u64, usize, usize)| {
+            a.0.cmp(&b.0).then_with(|| {
+                if a.2 - a.1 <= 8 && b.2 - b.1 <= 8 {
+                    std::cmp::Ordering::Equal
+                } else {
+                    text(a).cmp(text(b))
+                }
+            })
+        };
+        items.sort_unstable_by(order);
+        items.dedup_by(|a, b| order(a, b).is_eq());
+        let mut out = Vec::with_capacity(4 + bytes.len());
+        out.extend_from_slice(&u32::try_from(items.len()).unwrap_or(u32::MAX).to_be_bytes());
+        for item in items.iter() {
+            out.extend_from_slice(text(item));
+            out.push(0);
+            out.extend_from_slice(&0u16.to_be_bytes());
+        }
+        bytes.clear();
+        items.clear();
         out
     }
 }
@@ -488,6 +558,44 @@ mod tests {
         let mut out = Vec::new();
         lexer.lexemes(text, codes, |l, p| out.push((l.to_owned(), p.to_vec())));
         out
+    }
+
+    #[test]
+    fn terms_hold_each_lexeme_of_their_rows_once_in_byte_order() {
+        // Lexemes that share their first 8 bytes, or are 8 bytes and a prefix of another.
+        let texts = [
+            "abcdefgh abcdefghij abcdefghia zeta",
+            "zeta abcdefghij alpha1 abcdefgh",
+            "x1 abcdefgh abcdefgh1",
+        ];
+        let codes: BTreeSet<String> = ["src/main.rs".to_owned(), "abcdefgh".to_owned()].into();
+        let (mut lexer, mut terms) = (Lexer::default(), Terms::default());
+        let mut expected = BTreeSet::new();
+        for t in texts {
+            lexer.binary_vector_adding(t, &codes, &mut terms);
+            expected.extend(
+                merged(&mut Lexer::default(), t, &codes)
+                    .into_iter()
+                    .map(|(l, _)| l),
+            );
+        }
+        let binary = terms.take_binary();
+        let count = u32::from_be_bytes(binary[..4].try_into().unwrap()) as usize;
+        let lexemes: Vec<String> = binary[4..]
+            .split(|b| *b == 0)
+            .enumerate()
+            // Each lexeme is followed by NUL and a count of 0 positions (two zero bytes).
+            .filter(|(i, _)| i % 3 == 0)
+            .map(|(_, l)| String::from_utf8(l.to_vec()).unwrap())
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert_eq!(lexemes.len(), count);
+        assert_eq!(lexemes, expected.into_iter().collect::<Vec<_>>());
+        assert_eq!(
+            terms.take_binary(),
+            0u32.to_be_bytes(),
+            "emptied for the next group"
+        );
     }
 
     #[test]

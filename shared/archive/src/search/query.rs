@@ -227,6 +227,18 @@ impl Query {
     /// leaf in [`Query::leaves`] order; `""` for a prose term that is all stop words, which
     /// drops it). `None` when nothing is left to search for.
     pub fn tsquery(&self, normalized: &[String]) -> Option<String> {
+        self.write_tsquery(normalized, true)
+    }
+
+    /// The `tsquery` that finds the groups of lines (migration 0018) that may hold a line
+    /// [`Query::tsquery`] matches: without its exclusions (another line of the group may hold an
+    /// excluded word), given each phrase as all of its words (`normalized` as
+    /// [`super::lexer::plain_query`] makes it: a group's terms have no positions).
+    pub fn candidates_tsquery(&self, normalized: &[String]) -> Option<String> {
+        self.write_tsquery(normalized, false)
+    }
+
+    fn write_tsquery(&self, normalized: &[String], exclusions: bool) -> Option<String> {
         let mut pieces = normalized.iter();
         let mut positive = false;
         let mut groups = Vec::new();
@@ -247,7 +259,7 @@ impl Query {
                     })
                     .collect();
                 let piece = leaves.join(" & ");
-                if piece.is_empty() {
+                if piece.is_empty() || (c.negated && !exclusions) {
                     continue;
                 }
                 positive |= !c.negated;
@@ -385,6 +397,31 @@ mod tests {
         assert_eq!(
             q.tsquery(&["".into(), "'tl'".into()]).unwrap(),
             "((('tl')))"
+        );
+    }
+
+    #[test]
+    fn a_groups_query_has_no_exclusion_and_takes_a_phrase_as_its_words() {
+        let q = parse("tls -docker \"connection refused\" or ECONNREFUSED").unwrap();
+        let lines = [
+            "'tl'".into(),
+            "'docker'".into(),
+            "'connect' <-> 'refus'".into(),
+            String::new(),
+        ];
+        assert_eq!(
+            q.tsquery(&lines).unwrap(),
+            "((('tl'))) & (!(('docker'))) & ((('connect' <-> 'refus')) | (('econnrefused')))"
+        );
+        let groups = [
+            "'tl'".into(),
+            "'docker'".into(),
+            "'connect' & 'refus'".into(),
+            String::new(),
+        ];
+        assert_eq!(
+            q.candidates_tsquery(&groups).unwrap(),
+            "((('tl'))) & ((('connect' & 'refus')) | (('econnrefused')))"
         );
     }
 }
