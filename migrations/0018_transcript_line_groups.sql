@@ -6,9 +6,11 @@
 -- the rows.
 --
 -- A group's `terms` are all of its lines' lexemes without positions: the GIN index finds the
--- groups that may hold a match, and each line's own vector (`vectors`, with positions) decides
--- which lines do (a phrase, an exclusion, words in one line). Hits stay lines: each line keeps
--- its number, role, tool, time and text (`line_nos`, `roles`, ... the same index in each array).
+-- groups that may hold a match, and the search reads those groups' lines again to find the lines
+-- that do (a phrase, an exclusion, words in one line: `syncplane_archive::search::matcher`). No
+-- vector per line is kept: writing them was an eighth of Postgres's indexing time. Hits stay
+-- lines: each line keeps its number, role, tool, time and text (`line_nos`, `roles`, ... the
+-- same index in each array).
 create table transcript_line_groups (
     id                     bigint generated always as identity primary key,
     org_id                 bigint not null,
@@ -30,15 +32,13 @@ create table transcript_line_groups (
     tool_names             text[] not null,
     ats                    timestamptz[] not null,
     bodies                 text[] not null,
-    vectors                tsvector[] not null,
     check (cardinality(line_nos) >= 1 and first_at <= at),
     check (cardinality(segment_lines) = cardinality(line_nos)
            and cardinality(parts) = cardinality(line_nos)
            and cardinality(roles) = cardinality(line_nos)
            and cardinality(tool_names) = cardinality(line_nos)
            and cardinality(ats) = cardinality(line_nos)
-           and cardinality(bodies) = cardinality(line_nos)
-           and cardinality(vectors) = cardinality(line_nos))
+           and cardinality(bodies) = cardinality(line_nos))
 );
 
 -- Compressed with lz4 where the server has it, as the lines were (migration 0015).
@@ -46,7 +46,6 @@ do $$
 begin
     alter table transcript_line_groups alter column terms set compression lz4;
     alter table transcript_line_groups alter column bodies set compression lz4;
-    alter table transcript_line_groups alter column vectors set compression lz4;
 exception when feature_not_supported or invalid_parameter_value then
     null;
 end
@@ -59,14 +58,14 @@ create aggregate transcript_lexeme_union (tsvector) (
 );
 insert into transcript_line_groups (
        org_id, file_row, generation, segment_offset, compute_target_id, session_id, at, first_at,
-       terms, line_nos, segment_lines, parts, roles, tool_names, ats, bodies, vectors)
+       terms, line_nos, segment_lines, parts, roles, tool_names, ats, bodies)
 select min(org_id), file_row, generation, segment_offset, min(compute_target_id),
        min(session_id), max(at), min(at),
        strip(transcript_lexeme_union(search_vector order by line_no, part)),
        array_agg(line_no order by line_no, part), array_agg(segment_line order by line_no, part),
        array_agg(part order by line_no, part), array_agg(role order by line_no, part),
        array_agg(tool_name order by line_no, part), array_agg(at order by line_no, part),
-       array_agg(body order by line_no, part), array_agg(search_vector order by line_no, part)
+       array_agg(body order by line_no, part)
   from transcript_lines
  group by file_row, generation, segment_offset, segment_line / 16;
 drop aggregate transcript_lexeme_union (tsvector);

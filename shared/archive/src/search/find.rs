@@ -2,9 +2,10 @@
 //! first, with the filters (compute target, session, time range, role, tool), in keyset pages.
 //!
 //! The index holds groups of consecutive lines (migration 0018), so a page is found in two steps,
-//! as often as it takes: the groups that may hold a match, newest first ([`Query::candidates_tsquery`]
-//! on their terms, through the GIN index, with the filters a group can answer), then the lines of
-//! those groups that do match ([`Query::tsquery`] on each line's own vector, with every filter).
+//! as often as it takes: the groups that may hold a match, newest first
+//! ([`Query::candidates_tsquery`] on their terms, through the GIN index, with the filters a group
+//! can answer), then the lines of those groups that pass every filter, of which [`Matcher`] keeps
+//! those that match.
 //! Within a group its later lines come first. A page reads at most [`MAX_GROUPS_PER_PAGE`] groups:
 //! a query whose groups hold few matching lines may end a page with fewer hits and a cursor.
 //!
@@ -21,6 +22,7 @@ use sqlx::{PgPool, QueryBuilder};
 
 use super::extract::Role;
 use super::lexer;
+use super::matcher::Matcher;
 use super::query::{Query, Term};
 use super::snippet::{needles, snippet};
 
@@ -118,17 +120,10 @@ struct Candidate {
     at: DateTime<Utc>,
 }
 
-/// The two `tsquery`s of a search: of the groups, and of their lines.
-struct Queries {
-    groups: String,
-    lines: String,
-}
-
 /// Run `s` (see the module doc).
 pub async fn find(pool: &PgPool, s: &Search<'_>) -> Result<Page, sqlx::Error> {
-    let normalized = normalize(s.query, lexer::phrase_query);
-    let (Some(of_lines), Some(of_groups)) = (
-        s.query.tsquery(&normalized),
+    let (Some(matcher), Some(of_groups)) = (
+        Matcher::new(s.query),
         s.query
             .candidates_tsquery(&normalize(s.query, lexer::plain_query)),
     ) else {
@@ -138,10 +133,7 @@ pub async fn find(pool: &PgPool, s: &Search<'_>) -> Result<Page, sqlx::Error> {
             next_cursor: None,
         });
     };
-    let q = Queries {
-        groups: of_groups,
-        lines: of_lines,
-    };
+    let mut lexer = lexer::Lexer::default();
     let want = usize::try_from(s.limit).unwrap_or(0) + 1;
     let mut rows: Vec<HitRow> = Vec::new();
     let mut after = s.after;
@@ -150,7 +142,7 @@ pub async fn find(pool: &PgPool, s: &Search<'_>) -> Result<Page, sqlx::Error> {
     // Past the last group read, when the page ends on the bound of groups read.
     let mut stopped_at = None;
     loop {
-        let groups: Vec<Candidate> = candidates(s, &q.groups, after, batch)
+        let groups: Vec<Candidate> = candidates(s, &of_groups, after, batch)
             .build_query_as()
             .fetch_all(pool)
             .await?;
@@ -161,12 +153,15 @@ pub async fn find(pool: &PgPool, s: &Search<'_>) -> Result<Page, sqlx::Error> {
             entry: 1,
         };
         let ids: Vec<i64> = groups.iter().map(|g| g.id).collect();
-        let need = i64::try_from(want - rows.len()).unwrap_or(0);
+        let lines: Vec<HitRow> = group_lines(s, &ids, after)
+            .build_query_as()
+            .fetch_all(pool)
+            .await?;
         rows.extend(
-            matching(s, &q.lines, &ids, after, need)
-                .build_query_as::<HitRow>()
-                .fetch_all(pool)
-                .await?,
+            lines
+                .into_iter()
+                .filter(|r| matcher.matches(&mut lexer, &r.body))
+                .take(want - rows.len()),
         );
         read += i64::try_from(groups.len()).unwrap_or(0);
         if rows.len() >= want || (groups.len() as i64) < batch {
@@ -181,7 +176,7 @@ pub async fn find(pool: &PgPool, s: &Search<'_>) -> Result<Page, sqlx::Error> {
     }
     let more = rows.len() >= want;
     rows.truncate(want - 1);
-    let marks = needles(s.query.marks(&normalized));
+    let marks = needles(s.query.marks(&normalize(s.query, lexer::phrase_query)));
     let next_cursor = if more {
         rows.last().map(|r| After {
             at: r.group_at,
@@ -252,23 +247,17 @@ fn candidates(
     b
 }
 
-/// The lines of the groups `ids` that match (`tsquery` on each line's vector) and every filter,
-/// past the page's start, in page order: `limit` of them.
-fn matching(
-    s: &Search<'_>,
-    tsquery: &str,
-    ids: &[i64],
-    after: Option<After>,
-    limit: i64,
-) -> QueryBuilder<sqlx::Postgres> {
+/// The lines of the groups `ids` that pass every filter, past the page's start, in page order
+/// (which match the query is [`Matcher`]'s to say).
+fn group_lines(s: &Search<'_>, ids: &[i64], after: Option<After>) -> QueryBuilder<sqlx::Postgres> {
     let mut b = QueryBuilder::new(
         "SELECT g.id, g.at AS group_at, x.entry, g.compute_target_id, g.session_id, a.title,
                 a.agent, a.started_at, f.file_id, g.generation, x.line_no, g.segment_offset,
                 x.segment_line, x.role, x.tool_name, x.at, x.body
            FROM transcript_line_groups g
            CROSS JOIN LATERAL unnest(g.line_nos, g.segment_lines, g.roles, g.tool_names, g.ats,
-                                     g.bodies, g.vectors) WITH ORDINALITY
-                AS x(line_no, segment_line, role, tool_name, at, body, vector, entry)
+                                     g.bodies) WITH ORDINALITY
+                AS x(line_no, segment_line, role, tool_name, at, body, entry)
            JOIN transcript_files f ON f.id = g.file_row
            LEFT JOIN agent_sessions a
                   ON a.compute_target_id = g.compute_target_id AND a.session_id = g.session_id
@@ -276,9 +265,7 @@ fn matching(
           WHERE g.id = ANY (",
     );
     b.push_bind(ids.to_vec());
-    b.push(") AND x.vector @@ ");
-    b.push_bind(tsquery.to_owned());
-    b.push("::tsquery");
+    b.push(")");
     let f = s.filters;
     if let Some(t) = f.since {
         b.push(" AND x.at >= ").push_bind(t);
@@ -296,8 +283,7 @@ fn matching(
         b.push(" AND (g.id <> ").push_bind(a.id);
         b.push(" OR x.entry < ").push_bind(a.entry).push(")");
     }
-    b.push(" ORDER BY g.at DESC, g.id DESC, x.entry DESC LIMIT ")
-        .push_bind(limit);
+    b.push(" ORDER BY g.at DESC, g.id DESC, x.entry DESC");
     b
 }
 

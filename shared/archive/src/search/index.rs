@@ -1,6 +1,7 @@
-//! Indexing recorded segments (migration 0015): each line's searchable text ([`super::extract`]),
-//! its vector (words through [`super::lexer`], code tokens from [`super::tokens`]), prepared off
-//! the async runtime ([`prepare`]) and written with their line numbers ([`write`]).
+//! Indexing recorded segments (migrations 0015 and 0018): each line's searchable text
+//! ([`super::extract`]), in groups of consecutive lines whose terms are all their lexemes (words
+//! through [`super::lexer`], code tokens from [`super::tokens`]), prepared off the async runtime
+//! ([`prepare`]) and written with their line numbers ([`write`]).
 //!
 //! The transaction that records a segment ([`crate::files::complete`], whichever path called it)
 //! queues it in `transcript_index_queue` with its first line number; [`drain`] indexes what is
@@ -42,8 +43,6 @@ struct Entry {
     tool_name: Option<String>,
     at: Option<DateTime<Utc>>,
     body: String,
-    /// The line's `tsvector` in its binary form ([`lexer::Lexer::binary_vector`]).
-    vector: BinaryVector,
 }
 
 /// A group: the entries it holds, and all their lexemes without positions.
@@ -105,12 +104,12 @@ impl Prepared {
     }
 
     /// The entries since the last group, made a group of `terms`.
-    fn close_group(&mut self, terms: &mut lexer::Terms) {
+    fn close_group(&mut self, terms: &mut lexer::Terms, lexer: &lexer::Lexer) {
         let start = self.groups.last().map_or(0, |g| g.entries.end);
         if start < self.entries.len() {
             self.groups.push(Group {
                 entries: start..self.entries.len(),
-                terms: BinaryVector(terms.take_binary()),
+                terms: BinaryVector(terms.take_binary(lexer)),
             });
         }
     }
@@ -139,7 +138,7 @@ pub fn prepare(decoded: &[u8]) -> Prepared {
         for (part, text) in parts(&e.text).enumerate() {
             let mut in_group = out.entries.len() - out.groups.last().map_or(0, |g| g.entries.end);
             if in_group > 0 && group_bytes + text.len() > MAX_GROUP_BYTES {
-                out.close_group(&mut terms);
+                out.close_group(&mut terms, &lexer);
                 (in_group, group_bytes) = (0, 0);
             }
             out.text_bytes += text.len() as u64;
@@ -151,20 +150,16 @@ pub fn prepare(decoded: &[u8]) -> Prepared {
                 role: e.role.map(|r| r.as_str()),
                 tool_name: e.tool_name.clone(),
                 at,
-                vector: BinaryVector(lexer.binary_vector_adding(
-                    text,
-                    &code_tokens(text),
-                    &mut terms,
-                )),
                 body: text.to_owned(),
             });
+            lexer.add_terms(text, &code_tokens(text), &mut terms);
             if in_group + 1 >= MAX_GROUP_LINES {
-                out.close_group(&mut terms);
+                out.close_group(&mut terms, &lexer);
                 group_bytes = 0;
             }
         }
     }
-    out.close_group(&mut terms);
+    out.close_group(&mut terms, &lexer);
     out
 }
 
@@ -248,14 +243,13 @@ async fn insert_groups(
     sqlx::query(
         "INSERT INTO transcript_line_groups (org_id, file_row, generation, segment_offset,
                 compute_target_id, session_id, at, first_at, terms, line_nos, segment_lines,
-                parts, roles, tool_names, ats, bodies, vectors)
+                parts, roles, tool_names, ats, bodies)
          SELECT $1, $2, $3, $4, $5, $6, g.at, g.first_at, g.terms,
                 ($7::bigint[])[g.lo:g.hi], ($8::int[])[g.lo:g.hi], ($9::int[])[g.lo:g.hi],
                 ($10::text[])[g.lo:g.hi], ($11::text[])[g.lo:g.hi],
-                ($12::timestamptz[])[g.lo:g.hi], ($13::text[])[g.lo:g.hi],
-                ($14::tsvector[])[g.lo:g.hi]
-           FROM unnest($15::int[], $16::int[], $17::timestamptz[], $18::timestamptz[],
-                       $19::tsvector[]) AS g(lo, hi, at, first_at, terms)",
+                ($12::timestamptz[])[g.lo:g.hi], ($13::text[])[g.lo:g.hi]
+           FROM unnest($14::int[], $15::int[], $16::timestamptz[], $17::timestamptz[],
+                       $18::tsvector[]) AS g(lo, hi, at, first_at, terms)",
     )
     .bind(place.org_id)
     .bind(place.file_row)
@@ -280,7 +274,6 @@ async fn insert_groups(
     )
     .bind(lines.iter().map(at).collect::<Vec<_>>())
     .bind(lines.iter().map(|e| e.body.as_str()).collect::<Vec<_>>())
-    .bind(lines.iter().map(|e| &e.vector).collect::<Vec<_>>())
     // Slices are 1-based and inclusive.
     .bind(
         groups
@@ -734,7 +727,12 @@ mod tests {
             );
             let mut union: Vec<String> = p.entries[g.entries.clone()]
                 .iter()
-                .flat_map(|e| lexemes(&e.vector))
+                .flat_map(|e| {
+                    lexemes(&BinaryVector(lexer::binary_vector(
+                        &e.body,
+                        &code_tokens(&e.body),
+                    )))
+                })
                 .collect();
             union.sort();
             union.dedup();

@@ -255,8 +255,7 @@ impl Lexer {
 
     /// Each word of `text` with its position: its lexeme's number, or `None` for a stop word.
     fn words<'a>(&'a mut self, text: &'a str) -> impl Iterator<Item = (usize, Option<u32>)> + 'a {
-        text.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty() && w.len() <= MAX_WORD_BYTES)
+        word_texts(text)
             .enumerate()
             .map(move |(i, w)| ((i + 1).min(MAX_POSITION), self.lexeme(w)))
     }
@@ -265,7 +264,12 @@ impl Lexer {
     /// positions in ascending order, at most [`MAX_POSITIONS`] of them, and `codes` (no
     /// position) merged in: given to `f` sorted by bytes and unique, as Postgres keeps a
     /// vector's lexemes.
-    fn lexemes(&mut self, text: &str, codes: &BTreeSet<String>, mut f: impl FnMut(&str, &[u16])) {
+    pub(crate) fn lexemes(
+        &mut self,
+        text: &str,
+        codes: &BTreeSet<String>,
+        mut f: impl FnMut(&str, &[u16]),
+    ) {
         self.row_names.clear();
         self.row_ids.clear();
         let mut row = std::mem::take(&mut self.row);
@@ -334,34 +338,12 @@ impl Lexer {
     /// (uint16) and each position (uint16, weight D); all big-endian. A lexeme holding a NUL
     /// (which the binary form cannot carry) is left out.
     pub fn binary_vector(&mut self, text: &str, codes: &BTreeSet<String>) -> Vec<u8> {
-        self.binary_vector_into(text, codes, None)
-    }
-
-    /// [`Lexer::binary_vector`], each lexeme also added to `terms` (a group's, migration 0018).
-    pub fn binary_vector_adding(
-        &mut self,
-        text: &str,
-        codes: &BTreeSet<String>,
-        terms: &mut Terms,
-    ) -> Vec<u8> {
-        self.binary_vector_into(text, codes, Some(terms))
-    }
-
-    fn binary_vector_into(
-        &mut self,
-        text: &str,
-        codes: &BTreeSet<String>,
-        mut terms: Option<&mut Terms>,
-    ) -> Vec<u8> {
         let mut out = Vec::with_capacity(4 + text.len());
         out.extend_from_slice(&[0; 4]);
         let mut count = 0u32;
         self.lexemes(text, codes, |lexeme, positions| {
             if lexeme.contains('\0') {
                 return;
-            }
-            if let Some(t) = terms.as_deref_mut() {
-                t.add(lexeme);
             }
             count += 1;
             out.extend_from_slice(lexeme.as_bytes());
@@ -375,18 +357,74 @@ impl Lexer {
         out[..4].copy_from_slice(&count.to_be_bytes());
         out
     }
+
+    /// Each lexeme of `text` and of `codes` added to `terms` (a group's, migration 0018): the
+    /// lexemes [`Lexer::binary_vector`] would hold, without their positions (so without sorting
+    /// a row's words: a lexeme the lexer remembers is added by its number, once per group).
+    pub fn add_terms(&mut self, text: &str, codes: &BTreeSet<String>, terms: &mut Terms) {
+        self.row_names.clear();
+        self.row_ids.clear();
+        for w in word_texts(text) {
+            match self.lexeme(w) {
+                Some(id) if id < FIRST_ROW_ID => terms.add_id(id),
+                Some(id) => terms.add(self.name(id).1),
+                None => {}
+            }
+        }
+        for code in lowered(codes) {
+            if !code.contains('\0') {
+                terms.add(&code);
+            }
+        }
+    }
+}
+
+/// The words of `text`: maximal runs of letters and digits, those of at most
+/// [`MAX_WORD_BYTES`].
+fn word_texts(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty() && w.len() <= MAX_WORD_BYTES)
 }
 
 /// The lexemes of several rows together, without positions: the `terms` of a group of lines
-/// (migration 0018), which the GIN index holds.
-#[derive(Debug, Default)]
+/// (migration 0018), which the GIN index holds. Made with one [`Lexer`] ([`Lexer::add_terms`],
+/// [`Terms::take_binary`]).
+#[derive(Debug)]
 pub struct Terms {
     bytes: Vec<u8>,
-    /// Each lexeme added: its [`sort_key`], and where its bytes are in `bytes`.
+    /// Each lexeme added as text: its [`sort_key`], and where its bytes are in `bytes`.
     items: Vec<(u64, usize, usize)>,
+    /// The numbers of the lexer's remembered lexemes added since the last take, once each ...
+    ids: Vec<u32>,
+    /// ... for which each number's stamp is the take's `round`.
+    stamps: Vec<u32>,
+    round: u32,
+}
+
+impl Default for Terms {
+    fn default() -> Self {
+        Self {
+            bytes: Vec::new(),
+            items: Vec::new(),
+            ids: Vec::new(),
+            stamps: Vec::new(),
+            round: 1,
+        }
+    }
 }
 
 impl Terms {
+    fn add_id(&mut self, id: u32) {
+        let i = id as usize;
+        if i >= self.stamps.len() {
+            self.stamps.resize(i + 1, 0);
+        }
+        if self.stamps[i] != self.round {
+            self.stamps[i] = self.round;
+            self.ids.push(id);
+        }
+    }
+
     fn add(&mut self, lexeme: &str) {
         let start = self.bytes.len();
         self.bytes.extend_from_slice(lexeme.as_bytes());
@@ -394,10 +432,22 @@ impl Terms {
             .push((sort_key(lexeme), start, start + lexeme.len()));
     }
 
-    /// Every lexeme added, once each and sorted by bytes, as a `tsvector` without positions in
-    /// Postgres's binary form ([`Lexer::binary_vector`]); `self` is emptied for the next group.
-    pub fn take_binary(&mut self) -> Vec<u8> {
-        let Self { bytes, items } = self;
+    /// Every lexeme added (through `lexer`), once each and sorted by bytes, as a `tsvector`
+    /// without positions in Postgres's binary form ([`Lexer::binary_vector`]); `self` is
+    /// emptied for the next group.
+    pub fn take_binary(&mut self, lexer: &Lexer) -> Vec<u8> {
+        for id in self.ids.drain(..) {
+            let (key, name) = lexer.name(id);
+            let start = self.bytes.len();
+            self.bytes.extend_from_slice(name.as_bytes());
+            self.items.push((key, start, start + name.len()));
+        }
+        self.round = self.round.wrapping_add(1);
+        if self.round == 0 {
+            self.stamps.fill(0);
+            self.round = 1;
+        }
+        let Self { bytes, items, .. } = self;
         let text = |&(_, start, end): &(u64, usize, usize)| &bytes[start..end];
         // Equal keys of two lexemes of at most 8 bytes are equal lexemes (a lexeme holds no NUL):
         // most repeated words are compared as numbers alone.
@@ -426,7 +476,7 @@ impl Terms {
 }
 
 /// Each word of `text` with its position (a lexer of its own).
-fn words(text: &str) -> Vec<(usize, Option<String>)> {
+pub(crate) fn words(text: &str) -> Vec<(usize, Option<String>)> {
     let mut lexer = Lexer::default();
     let ids: Vec<(usize, Option<u32>)> = lexer.words(text).collect();
     ids.into_iter()
@@ -572,14 +622,14 @@ mod tests {
         let (mut lexer, mut terms) = (Lexer::default(), Terms::default());
         let mut expected = BTreeSet::new();
         for t in texts {
-            lexer.binary_vector_adding(t, &codes, &mut terms);
+            lexer.add_terms(t, &codes, &mut terms);
             expected.extend(
                 merged(&mut Lexer::default(), t, &codes)
                     .into_iter()
                     .map(|(l, _)| l),
             );
         }
-        let binary = terms.take_binary();
+        let binary = terms.take_binary(&lexer);
         let count = u32::from_be_bytes(binary[..4].try_into().unwrap()) as usize;
         let lexemes: Vec<String> = binary[4..]
             .split(|b| *b == 0)
@@ -592,10 +642,18 @@ mod tests {
         assert_eq!(lexemes.len(), count);
         assert_eq!(lexemes, expected.into_iter().collect::<Vec<_>>());
         assert_eq!(
-            terms.take_binary(),
+            terms.take_binary(&lexer),
             0u32.to_be_bytes(),
             "emptied for the next group"
         );
+        // Past the lexemes it remembers, the lexer still adds each new one (by its text).
+        let many: String = (0..MAX_REMEMBERED + 10).map(|i| format!("w{i} ")).collect();
+        lexer.add_terms(&many, &BTreeSet::new(), &mut terms);
+        terms.take_binary(&lexer);
+        lexer.add_terms("zzz1 zzz2 zzz1 abcdefgh", &BTreeSet::new(), &mut terms);
+        let binary = terms.take_binary(&lexer);
+        assert_eq!(u32::from_be_bytes(binary[..4].try_into().unwrap()), 3);
+        assert_eq!(&binary[4..], b"abcdefgh\0\0\0zzz1\0\0\0zzz2\0\0\0");
     }
 
     #[test]

@@ -12,6 +12,7 @@ pub mod extract;
 pub mod find;
 pub mod index;
 pub mod lexer;
+pub mod matcher;
 pub mod query;
 pub mod snippet;
 pub mod tokens;

@@ -10,7 +10,8 @@
 use serde_json::{Value, json};
 use shared::accounts::tokens;
 use shared::archive::retention;
-use shared::archive::search::index;
+use shared::archive::search::query::{Term, parse};
+use shared::archive::search::{index, lexer, matcher::Matcher, tokens::code_tokens};
 use shared::ingest::handle;
 use shared::worker::s3_events::{Archive, Completion, Uploads};
 use syncplane_tests::apigw::{Reply, checked_reply, request};
@@ -319,14 +320,25 @@ async fn lines_indexed_in_one_group_are_matched_each_on_its_own() {
         1,
         "one group"
     );
-    assert_eq!(
-        e.count(
-            "SELECT count(*) FROM transcript_line_groups
-              WHERE terms = array_to_tsvector(array(
-                    SELECT DISTINCT unnest(tsvector_to_array(v)) FROM unnest(vectors) v))"
-        )
-        .await,
-        1,
+    let bodies: Vec<String> = sqlx::query_scalar("SELECT bodies FROM transcript_line_groups")
+        .fetch_one(&e.db.pool)
+        .await
+        .unwrap();
+    let vectors: Vec<String> = bodies
+        .iter()
+        .map(|b| lexer::vector(b, &code_tokens(b)))
+        .collect();
+    let same: bool = sqlx::query_scalar(
+        "SELECT terms = array_to_tsvector(array(
+                SELECT DISTINCT unnest(tsvector_to_array(v::tsvector)) FROM unnest($1::text[]) v))
+           FROM transcript_line_groups",
+    )
+    .bind(&vectors)
+    .fetch_one(&e.db.pool)
+    .await
+    .unwrap();
+    assert!(
+        same,
         "Postgres reads the group's terms as every lexeme of its lines, without positions"
     );
     let lines =
@@ -379,6 +391,123 @@ async fn lines_indexed_in_one_group_are_matched_each_on_its_own() {
         vec![4, 2, 1],
         "each matching line once, in page order"
     );
+}
+
+/// The tsquery the search sent for each line before migration 0018: each leaf normalized by the
+/// index's lexer (a phrase at its distances), code tokens quoted.
+fn line_tsquery(q: &str) -> Option<String> {
+    let q = parse(q).ok()?;
+    let normalized: Vec<String> = q
+        .leaves()
+        .map(|t| match t {
+            Term::Words(w) => lexer::plain_query(w),
+            Term::Phrase(p) => lexer::phrase_query(p),
+            Term::Code(_) | Term::All(_) => String::new(),
+        })
+        .collect();
+    q.tsquery(&normalized)
+}
+
+#[tokio::test]
+async fn a_line_matches_a_query_as_postgres_matched_its_own_vector() {
+    // Postgres is the oracle: the line's vector (the indexer's lexer and code tokens) `@@` the
+    // query's tsquery, against `Matcher` on the line's text, over generated Claude Code lines
+    // and queries made of their own words, phrases, exclusions, alternatives and code tokens.
+    use shared::archive::search::extract::Extractor;
+    use syncplane_tests::redaction_corpus::Rng;
+    use syncplane_tests::transcript_corpus::{CODE, WORDS, record};
+    let e = env().await;
+    let mut r = Rng(34);
+    let mut x = Extractor::default();
+    let mut texts: Vec<String> = (0..160)
+        .map(|i| {
+            x.line(
+                record(&mut r, "s-1", i, "2026-11-02T09:00:00Z")
+                    .to_string()
+                    .as_bytes(),
+            )
+            .text
+        })
+        .filter(|t| !t.is_empty())
+        .collect();
+    texts.push(
+        "the connection was refused: connect ECONNREFUSED 127.0.0.1:5432 at src/main.rs:12:5"
+            .into(),
+    );
+    texts.push("     1→fn snake_case_name() {}\n     2→    let KEY=v4lue+x; --locked".into());
+    let mut queries: Vec<String> = [
+        "connection refused",
+        "\"connection refused\"",
+        "\"connection was refused\"",
+        "\"refused connection\"",
+        "ECONNREFUSED -postgres",
+        "src/main.rs",
+        "main.rs",
+        "snake_case_name or HashMap",
+        "KEY=v4lue+x",
+        "--locked",
+        "\"the was\" connect",
+        "127.0.0.1:5432",
+        "tls or connect -refused",
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    for t in texts.iter().take(40) {
+        let words: Vec<&str> = t
+            .split_whitespace()
+            .filter(|w| w.chars().all(char::is_alphabetic))
+            .collect();
+        if let [a, b, ..] = words.as_slice() {
+            queries.push(format!("\"{a} {b}\""));
+            queries.push(format!("\"{b} {a}\""));
+            queries.push(format!("{a} -{b}"));
+        }
+    }
+    for i in 0..40 {
+        let w = |r: &mut Rng| WORDS[r.below(WORDS.len())];
+        let (a, b, c) = (w(&mut r), w(&mut r), w(&mut r));
+        queries.push(match i % 4 {
+            0 => format!("{a} {b}"),
+            1 => format!("{a} or {b} -{c}"),
+            2 => format!("\"{a} {b}\" or {}", CODE[r.below(CODE.len())]),
+            _ => CODE[r.below(CODE.len())].to_owned(),
+        });
+    }
+    let (mut vectors, mut tsqueries, mut ours) = (Vec::new(), Vec::new(), Vec::new());
+    let mut lexer = lexer::Lexer::default();
+    for q in &queries {
+        let (Some(tsquery), Some(matcher)) = (line_tsquery(q), Matcher::new(&parse(q).unwrap()))
+        else {
+            assert!(
+                line_tsquery(q).is_none() && Matcher::new(&parse(q).unwrap()).is_none(),
+                "{q}"
+            );
+            continue;
+        };
+        for t in &texts {
+            vectors.push(lexer::vector(t, &code_tokens(t)));
+            tsqueries.push(tsquery.clone());
+            ours.push(matcher.matches(&mut lexer, t));
+        }
+    }
+    let theirs: Vec<bool> = sqlx::query_scalar(
+        "SELECT v::tsvector @@ q::tsquery FROM unnest($1::text[], $2::text[]) WITH ORDINALITY
+            AS t(v, q, n) ORDER BY n",
+    )
+    .bind(&vectors)
+    .bind(&tsqueries)
+    .fetch_all(&e.db.pool)
+    .await
+    .unwrap();
+    let matched = theirs.iter().filter(|m| **m).count();
+    assert!(
+        matched > 100 && matched < theirs.len() / 2,
+        "{matched} of {} match: a test of both answers",
+        theirs.len()
+    );
+    for (i, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a, b, "{} on {:?}", tsqueries[i], vectors[i]);
+    }
 }
 
 #[tokio::test]
@@ -464,7 +593,7 @@ async fn a_line_never_outlives_its_segment_when_its_org_or_compute_target_is_del
 async fn the_vector_sent_in_binary_is_the_vector_its_literal_reads_as() {
     // The indexer sends each line's vector in Postgres's binary form; the literal (the form
     // Postgres parses) is the oracle: Postgres must read both as the same vector.
-    use shared::archive::search::{index::BinaryVector, lexer, tokens::code_tokens};
+    use shared::archive::search::index::BinaryVector;
     let e = env().await;
     let many = "retry ".repeat(300);
     let texts = [
