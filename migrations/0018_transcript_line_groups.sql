@@ -51,8 +51,9 @@ exception when feature_not_supported or invalid_parameter_value then
 end
 $$;
 
--- The lines indexed so far, grouped by the same rule's bounds (16 lines of a segment; a group
--- here may hold more text than the indexer's, which changes nothing a search finds).
+-- The lines indexed so far, grouped by the indexer's bounds: 16 rows (a long line's parts are one
+-- each) of a segment, cut again at each 64 KiB of text (so a group's lexemes stay far below a
+-- tsvector's 1 MiB).
 create aggregate transcript_lexeme_union (tsvector) (
     sfunc = tsvector_concat, stype = tsvector, initcond = ''
 );
@@ -66,8 +67,12 @@ select min(org_id), file_row, generation, segment_offset, min(compute_target_id)
        array_agg(part order by line_no, part), array_agg(role order by line_no, part),
        array_agg(tool_name order by line_no, part), array_agg(at order by line_no, part),
        array_agg(body order by line_no, part)
-  from transcript_lines
- group by file_row, generation, segment_offset, segment_line / 16;
+  from (select l.*,
+               (row_number() over w - 1) / 16 as by_count,
+               (sum(octet_length(body)) over w - octet_length(body)) / 65536 as by_bytes
+          from transcript_lines l
+        window w as (partition by file_row, generation, segment_offset order by line_no, part)) l
+ group by file_row, generation, segment_offset, by_count, by_bytes;
 drop aggregate transcript_lexeme_union (tsvector);
 
 create index transcript_line_groups_terms_idx on transcript_line_groups using gin (terms);

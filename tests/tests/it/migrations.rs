@@ -142,8 +142,16 @@ async fn the_lines_indexed_before_migration_18_are_grouped_in_place() {
             .await
             .unwrap_or_else(|e| panic!("migration {version}: {e}"));
     }
-    let text = |segment: i64, line: i64| format!("line {line} of segment {segment} word{line}");
-    for (segment, lines) in [(0i64, 20i64), (4096, 3)] {
+    let text = |segment: i64, line: i64| {
+        let words = format!("line {line} of segment {segment} word{line}");
+        // The third segment's lines are 20 KiB each: groups are cut at 64 KiB of text too.
+        if segment == 8192 {
+            words.repeat(20 * 1024 / words.len())
+        } else {
+            words
+        }
+    };
+    for (segment, lines) in [(0i64, 20i64), (4096, 3), (8192, 6)] {
         for i in 0..lines {
             let body = text(segment, i);
             let vector = shared::archive::search::lexer::vector(&body, &Default::default());
@@ -157,7 +165,7 @@ async fn the_lines_indexed_before_migration_18_are_grouped_in_place() {
             )
             .bind(segment)
             .bind(i32::try_from(i).unwrap())
-            .bind(i + 1 + if segment == 0 { 0 } else { 20 })
+            .bind(i + 1 + [0, 20, 23][usize::try_from(segment / 4096).unwrap()])
             .bind(&body)
             .bind(&vector)
             .execute(&db.pool)
@@ -182,7 +190,9 @@ async fn the_lines_indexed_before_migration_18_are_grouped_in_place() {
         vec![
             (0, (1..=16).collect()),
             (0, (17..=20).collect()),
-            (4096, (21..=23).collect())
+            (4096, (21..=23).collect()),
+            (8192, (24..=27).collect()),
+            (8192, (28..=29).collect())
         ]
     );
     assert_eq!(

@@ -716,14 +716,20 @@
     const list = el('ol', { class: 'hits' });
     const more = el('div', { class: 'more' });
     await loading(box, 'the results', async () => {
-      const d = (await api('/api/agent-sessions/transcripts/search?' + p, { org: true })).data;
+      const fetchPage = async (cursor) => {
+        const p2 = new URLSearchParams(p); if (cursor) p2.set('cursor', cursor);
+        return (await api('/api/agent-sessions/transcripts/search?' + p2, { org: true })).data;
+      };
+      // A page may hold no hit and still a cursor (it read its bound of the index): go on a few.
+      let d = await fetchPage();
+      for (let i = 0; !d.hits.length && d.nextCursor && i < 10; i++) d = await fetchPage(d.nextCursor);
       clear(box);
-      if (!d.hits.length) { box.append(el('p', { class: 'empty', text: `No transcript line matches “${p.get('q')}”. Try other words, or clear the filters.` })); return; }
+      if (!d.hits.length && !d.nextCursor) { box.append(el('p', { class: 'empty', text: `No transcript line matches “${p.get('q')}”. Try other words, or clear the filters.` })); return; }
+      if (!d.hits.length) box.append(el('p', { class: 'empty', text: `No match for “${p.get('q')}” in the newest lines searched: ask for more, or narrow the filters.` }));
       box.append(list, more);
       addTranscriptHits(list, d.hits);
       pager(more, d.nextCursor, 'More results', async (cursor) => {
-        const p2 = new URLSearchParams(p); p2.set('cursor', cursor);
-        const d2 = (await api('/api/agent-sessions/transcripts/search?' + p2, { org: true })).data;
+        const d2 = await fetchPage(cursor);
         addTranscriptHits(list, d2.hits);
         return d2.nextCursor;
       });

@@ -23,12 +23,12 @@ use crate::segment::{self, Claim};
 use crate::store::{Store, StoreError};
 
 /// Longest text of one line's part, in bytes: a longer line is several parts, so all of it is
-/// searchable and each part's vector stays far from Postgres's limits.
+/// searchable and each part's lexemes stay far from Postgres's limits.
 pub const MAX_PART_BYTES: usize = 16 * 1024;
 /// A group of consecutive lines of one segment is one row of the index (migration 0018): at most
 /// this many lines (a long line's parts count one each) ...
 pub const MAX_GROUP_LINES: usize = 16;
-/// ... and, past its first line, at most this much text.
+/// ... and at most this much text (a part is at most a quarter of it).
 pub const MAX_GROUP_BYTES: usize = 64 * 1024;
 /// Lines per insert statement (a statement holds whole groups, at least one).
 const LINES_PER_STATEMENT: usize = 1_000;
@@ -51,7 +51,7 @@ struct Group {
     entries: std::ops::Range<usize>,
     terms: BinaryVector,
 }
-/// A `tsvector` sent in Postgres's binary form ([`lexer::Lexer::binary_vector`]).
+/// A `tsvector` sent in Postgres's binary form ([`lexer::Terms::take_binary`]).
 #[derive(Debug, Clone)]
 pub struct BinaryVector(pub Vec<u8>);
 

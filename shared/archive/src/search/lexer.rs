@@ -332,8 +332,9 @@ impl Lexer {
     }
 
     /// [`Lexer::vector`] in Postgres's binary form of a `tsvector` (what its `tsvectorrecv`
-    /// reads), which the indexer sends: Postgres then builds the vector without parsing a
-    /// literal (a fifth of its work while indexing, issue 34). The binary form: the number of
+    /// reads), the form in which the indexer sends a group's terms ([`Terms::take_binary`], with
+    /// no positions): Postgres then builds the vector without parsing a literal (a fifth of its
+    /// work while indexing, issue 34). The binary form: the number of
     /// lexemes (int32), then each lexeme as a NUL-terminated string, its number of positions
     /// (uint16) and each position (uint16, weight D); all big-endian. A lexeme holding a NUL
     /// (which the binary form cannot carry) is left out.

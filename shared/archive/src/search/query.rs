@@ -3,9 +3,11 @@
 //! `snake_case_name`, `--flag`: [`super::tokens::is_code_token`]), matched as they are
 //! (case-insensitively) rather than through the English dictionary.
 //!
-//! [`parse`] turns the text into terms; [`Query::tsquery`] writes the `tsquery` once the prose
-//! terms are normalized by the index's own lexer ([`super::lexer`]): code terms are quoted
-//! lexemes, never stemmed. `a b or c -d` is `a & (b | c) & !d`.
+//! [`parse`] turns the text into terms; [`Query::candidates_tsquery`] writes the `tsquery` that
+//! finds the groups of lines that may match once the prose terms are normalized by the index's
+//! own lexer ([`super::lexer`]): code terms are quoted lexemes, never stemmed. [`Query::tsquery`]
+//! is the whole query as Postgres would match one line's vector (`a b or c -d` is
+//! `a & (b | c) & !d`): what [`super::matcher`] answers, and its test's oracle.
 
 use super::tokens::{is_boundary, is_code_token, quoted_lexeme, trim_token};
 

@@ -591,8 +591,9 @@ async fn a_line_never_outlives_its_segment_when_its_org_or_compute_target_is_del
 
 #[tokio::test]
 async fn the_vector_sent_in_binary_is_the_vector_its_literal_reads_as() {
-    // The indexer sends each line's vector in Postgres's binary form; the literal (the form
-    // Postgres parses) is the oracle: Postgres must read both as the same vector.
+    // The indexer sends each group's terms in Postgres's binary form (and a line's vector in it
+    // is what the search reads again); the literal (the form Postgres parses) is the oracle:
+    // Postgres must read both as the same vector.
     use shared::archive::search::index::BinaryVector;
     let e = env().await;
     let many = "retry ".repeat(300);
