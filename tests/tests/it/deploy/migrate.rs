@@ -411,13 +411,21 @@ async fn a_migration_still_running_at_its_deadline_has_its_session_ended_and_lea
     assert!(message.contains("session was ended"), "{message}");
 
     // Its session is gone from the server: nothing waits on the table, the schema lock is free.
-    let waiting: i64 = sqlx::query_scalar(
-        "SELECT count(*) FROM pg_stat_activity \
-         WHERE datname = current_database() AND wait_event_type = 'Lock'",
-    )
-    .fetch_one(&mut blocker)
-    .await
-    .unwrap();
+    // (`pg_terminate_backend` signals the backend; the server takes a moment to end it.)
+    let gone_by = Instant::now() + Duration::from_secs(5);
+    let waiting = loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM pg_stat_activity \
+             WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+        .fetch_one(&mut blocker)
+        .await
+        .unwrap();
+        if waiting == 0 || Instant::now() > gone_by {
+            break waiting;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
     assert_eq!(waiting, 0, "the migration's session no longer waits");
     let mut other = PgConnection::connect(db.url().expose()).await.unwrap();
     let free: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1)")
