@@ -4,9 +4,9 @@
 //! `:` or `\` inside it, starts with `-` or `--` followed by a letter (a flag), mixes letters and
 //! digits, or has a capital after its first letter (`ECONNREFUSED`, `HashMap`).
 //!
-//! A path is indexed whole and by each of its `/` suffixes (`/home/u/app/src/main.rs` is found
-//! by `src/main.rs` and by `main.rs`), and a token with `:` by its parts (`src/main.rs:12:5` by
-//! `src/main.rs`).
+//! A path is indexed whole and by its six shortest `/` suffixes (`/home/u/app/src/main.rs` is
+//! found by `src/main.rs` and by `main.rs`, however deep it is), and a token with `:` by its parts
+//! (`src/main.rs:12:5` by `src/main.rs`).
 
 use std::collections::BTreeSet;
 
@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 pub const MAX_CODE_TOKEN_BYTES: usize = 120;
 /// Most code tokens one row keeps.
 pub const MAX_CODE_TOKENS_PER_ROW: usize = 2_000;
-/// Most `/` suffixes one path adds.
+/// Most `/` suffixes one path adds (its shortest).
 const MAX_PATH_SUFFIXES: usize = 6;
 
 /// Characters that end a token in running text (whitespace, quotes, brackets, separators). Not
@@ -178,16 +178,18 @@ fn add_with_parts(t: &str, out: &mut BTreeSet<String>) {
     add_path(t, out);
 }
 
-/// `t`'s `/` suffixes that are themselves code tokens.
+/// `t`'s shortest `/` suffixes that are themselves code tokens (the file's name first, so a
+/// deep path is found by it).
 fn add_path(t: &str, out: &mut BTreeSet<String>) {
     out.insert(t.to_lowercase());
-    let mut rest = t;
+    let mut head = t;
     for _ in 0..MAX_PATH_SUFFIXES {
-        let Some(i) = rest.find('/') else { break };
-        rest = &rest[i + 1..];
-        if is_code_token(rest) {
-            out.insert(rest.to_lowercase());
+        let Some(i) = head.rfind('/') else { break };
+        let suffix = &t[i + 1..];
+        if is_code_token(suffix) {
+            out.insert(suffix.to_lowercase());
         }
+        head = &t[..i];
     }
 }
 
@@ -337,6 +339,15 @@ mod tests {
     #[test]
     fn a_path_is_found_by_its_suffixes_and_a_location_by_its_file() {
         let t = code_tokens("error at /home/ada/app/src/main.rs:12:5, see `snake_case_name`.");
+        // A path deeper than the suffixes it adds is found by its file's name.
+        let deep = code_tokens("/home/dev/widgets/shared/src/webhook/signature.rs");
+        for want in [
+            "signature.rs",
+            "webhook/signature.rs",
+            "src/webhook/signature.rs",
+        ] {
+            assert!(deep.contains(want), "{want} in {deep:?}");
+        }
         for want in [
             "/home/ada/app/src/main.rs:12:5",
             "/home/ada/app/src/main.rs",
