@@ -239,7 +239,13 @@ fn candidates(
             .push(" = ANY (g.tool_names)");
     }
     if let Some(a) = after {
-        b.push(" AND (g.at, g.id) <= (").push_bind(a.at);
+        // The start's own group too while lines before its `entry` are left (a group read whole,
+        // `entry` 1, is not read again by the next batch).
+        let op = if a.entry > 1 { " <= " } else { " < " };
+        b.push(" AND (g.at, g.id)")
+            .push(op)
+            .push("(")
+            .push_bind(a.at);
         b.push(", ").push_bind(a.id).push(")");
     }
     b.push(" ORDER BY g.at DESC, g.id DESC LIMIT ")
